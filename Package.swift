@@ -1,0 +1,26 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "routectl",
+    products: [
+        .executable(name: "routectl", targets: ["routectl"]),
+    ],
+    targets: [
+        // Headers only: a module map over <pulse/pulseaudio.h>, which links libpulse (apt: libpulse-dev).
+        // No pkgConfig: libpulse.pc's "-D_REENTRANT -pthread" make SwiftPM warn on every build, and
+        // the header and library are on the default paths wherever libpulse-dev is installed.
+        .systemLibrary(name: "CPulse"),
+        // The model, the classifier and the policy: pure Swift, no C types, no printing.
+        .target(name: "Routing"),
+        // The libpulse adapter: the only importer of CPulse.
+        .target(name: "Pulse", dependencies: ["CPulse", "Routing"]),
+        .executableTarget(name: "routectl", dependencies: ["Routing", "Pulse"]),
+        .testTarget(
+            name: "RoutingTests",
+            dependencies: ["Routing"],
+            exclude: ["Fixtures"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,204 @@
+internal import CPulse
+import Routing
+
+/// Collects the replies of one snapshot's requests; every string is copied out inside its callback.
+final class SnapshotBuilder {
+    var server: ServerInfo?
+    var sinks: [Sink] = []
+    var sources: [Source] = []
+    var cards: [Card] = []
+    var sinkInputs: [SinkInput] = []
+    var sourceOutputs: [SourceOutput] = []
+    var pending = 0
+    var failure: (code: Int32, operation: String)?
+
+    func finish(_ eol: Int32, _ context: OpaquePointer?, _ operation: String) -> Bool {
+        if eol < 0 {
+            if failure == nil { failure = (pa_context_errno(context), operation) }
+            pending -= 1
+            return true
+        }
+        if eol > 0 { pending -= 1; return true }
+        return false
+    }
+}
+
+@available(*, unavailable)
+extension SnapshotBuilder: Sendable {}
+
+extension PulseConnection {
+    /// The whole server state that routing needs, with the six requests sent together (one round trip).
+    public func snapshot(timeout: Double) throws(PulseError) -> Snapshot {
+        let operation = "Failed to get server information"
+        let ctx = try liveContext(operation)
+        let builder = SnapshotBuilder()
+        let ud = Unmanaged.passUnretained(builder).toOpaque()
+
+        try sent(pa_context_get_server_info(ctx, { _, info, ud in
+            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
+            b.pending -= 1
+            guard let i = info?.pointee else { return }
+            b.server = ServerInfo(
+                name: string(i.server_name) ?? "unknown", version: string(i.server_version) ?? "",
+                defaultSinkName: string(i.default_sink_name), defaultSourceName: string(i.default_source_name),
+                hostName: string(i.host_name))
+        }, ud), operation)
+        builder.pending += 1
+
+        try sent(pa_context_get_sink_info_list(ctx, { c, info, eol, ud in
+            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
+            if b.finish(eol, c, "Failed to get sink information") { return }
+            guard let i = info?.pointee else { return }
+            b.sinks.append(Sink(
+                index: i.index, name: string(i.name) ?? "", description: string(i.description) ?? "",
+                driver: string(i.driver) ?? "", state: sinkState(i.state.rawValue), mute: i.mute != 0,
+                ownerModule: validIndex(i.owner_module), card: validIndex(i.card),
+                monitorSource: string(i.monitor_source_name), properties: properties(i.proplist),
+                ports: ports(i.ports, Int(i.n_ports)), activePort: i.active_port.flatMap { string($0.pointee.name) }))
+        }, ud), operation)
+        builder.pending += 1
+
+        try sent(pa_context_get_source_info_list(ctx, { c, info, eol, ud in
+            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
+            if b.finish(eol, c, "Failed to get source information") { return }
+            guard let i = info?.pointee else { return }
+            b.sources.append(Source(
+                index: i.index, name: string(i.name) ?? "", description: string(i.description) ?? "",
+                driver: string(i.driver) ?? "", state: sinkState(i.state.rawValue), mute: i.mute != 0,
+                ownerModule: validIndex(i.owner_module), card: validIndex(i.card),
+                monitorOfSink: i.monitor_of_sink == UInt32.max ? nil : string(i.monitor_of_sink_name),
+                properties: properties(i.proplist), ports: ports(i.ports, Int(i.n_ports)),
+                activePort: i.active_port.flatMap { string($0.pointee.name) }))
+        }, ud), operation)
+        builder.pending += 1
+
+        try sent(pa_context_get_card_info_list(ctx, { c, info, eol, ud in
+            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
+            if b.finish(eol, c, "Failed to get card information") { return }
+            guard let i = info?.pointee else { return }
+            var profiles: [Profile] = []
+            if let list = i.profiles2 {
+                for k in 0..<Int(i.n_profiles) {
+                    guard let p = list[k]?.pointee else { break }
+                    profiles.append(profile(p))
+                }
+            }
+            var cardPorts: [CardPort] = []
+            if let list = i.ports {
+                for k in 0..<Int(i.n_ports) {
+                    guard let p = list[k]?.pointee else { break }
+                    var names: [String] = []
+                    if let pl = p.profiles2 {
+                        for j in 0..<Int(p.n_profiles) {
+                            guard let name = pl[j].flatMap({ string($0.pointee.name) }) else { break }
+                            names.append(name)
+                        }
+                    }
+                    let direction: PortDirection? = p.direction == Int32(PA_DIRECTION_OUTPUT.rawValue) ? .output
+                        : p.direction == Int32(PA_DIRECTION_INPUT.rawValue) ? .input : nil
+                    cardPorts.append(CardPort(
+                        port: Port(name: string(p.name) ?? "", description: string(p.description) ?? "",
+                                   type: PortType(number: p.type), priority: p.priority,
+                                   availability: availability(p.available), availabilityGroup: string(p.availability_group)),
+                        direction: direction, profiles: names, properties: properties(p.proplist)))
+                }
+            }
+            b.cards.append(Card(
+                index: i.index, name: string(i.name) ?? "", driver: string(i.driver) ?? "",
+                ownerModule: validIndex(i.owner_module), properties: properties(i.proplist), profiles: profiles,
+                activeProfile: i.active_profile2.flatMap { string($0.pointee.name) }, ports: cardPorts))
+        }, ud), operation)
+        builder.pending += 1
+
+        try sent(pa_context_get_sink_input_info_list(ctx, { c, info, eol, ud in
+            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
+            if b.finish(eol, c, "Failed to get sink input information") { return }
+            guard let i = info?.pointee else { return }
+            b.sinkInputs.append(SinkInput(index: i.index, sink: i.sink, client: validIndex(i.client),
+                                          corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
+        }, ud), operation)
+        builder.pending += 1
+
+        try sent(pa_context_get_source_output_info_list(ctx, { c, info, eol, ud in
+            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
+            if b.finish(eol, c, "Failed to get source output information") { return }
+            guard let i = info?.pointee else { return }
+            b.sourceOutputs.append(SourceOutput(index: i.index, source: i.source, client: validIndex(i.client),
+                                                corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
+        }, ud), operation)
+        builder.pending += 1
+
+        try withExtendedLifetime(builder) { () throws(PulseError) in
+            try run(until: { _ in builder.pending == 0 }, deadline: Deadline(seconds: timeout), operation: operation)
+        }
+        if let failure = builder.failure { throw PulseError(code: failure.code, operation: failure.operation) }
+        guard var server = builder.server else { throw PulseError.noEntity(operation) }
+        server.serverString = serverString
+        return Snapshot(server: server, sinks: builder.sinks, sources: builder.sources, cards: builder.cards,
+                        sinkInputs: builder.sinkInputs, sourceOutputs: builder.sourceOutputs)
+    }
+}
+
+// MARK: - Copying C data out
+
+func string(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
+
+/// PA_INVALID_INDEX is `(uint32_t) -1`, which Swift cannot import.
+func validIndex(_ i: UInt32) -> UInt32? { i == UInt32.max ? nil : i }
+
+/// A proplist's string values. The corresponding C functions are `pa_proplist_iterate` and `pa_proplist_gets`.
+func properties(_ list: OpaquePointer?) -> [String: String] {
+    guard let list else { return [:] }
+    var out: [String: String] = [:]
+    var state: UnsafeMutableRawPointer?
+    while let key = pa_proplist_iterate(list, &state) {
+        if let value = pa_proplist_gets(list, key) { out[String(cString: key)] = String(cString: value) }
+    }
+    return out
+}
+
+/// pactl's spelling of `pa_sink_state_t` / `pa_source_state_t` (the two share their numbers).
+func sinkState(_ raw: Int32) -> String {
+    switch raw {
+    case 0: return "RUNNING"
+    case 1: return "IDLE"
+    case 2: return "SUSPENDED"
+    default: return "UNKNOWN"
+    }
+}
+
+func availability(_ raw: Int32) -> PortAvailability {
+    switch UInt32(bitPattern: raw) {
+    case PA_PORT_AVAILABLE_YES.rawValue: return .available
+    case PA_PORT_AVAILABLE_NO.rawValue: return .unavailable
+    default: return .unknown
+    }
+}
+
+func profile(_ p: pa_card_profile_info2) -> Profile {
+    Profile(name: string(p.name) ?? "", description: string(p.description) ?? "", sinks: p.n_sinks,
+            sources: p.n_sources, priority: p.priority, available: p.available != 0)
+}
+
+/// Sink and source ports share their layout but not their C type; both arrive here as one of the two.
+func ports(_ list: UnsafeMutablePointer<UnsafeMutablePointer<pa_sink_port_info>?>?, _ count: Int) -> [Port] {
+    guard let list else { return [] }
+    return (0..<count).compactMap { k in
+        list[k].map { p in
+            Port(name: string(p.pointee.name) ?? "", description: string(p.pointee.description) ?? "",
+                 type: PortType(number: p.pointee.type), priority: p.pointee.priority,
+                 availability: availability(p.pointee.available), availabilityGroup: string(p.pointee.availability_group))
+        }
+    }
+}
+
+func ports(_ list: UnsafeMutablePointer<UnsafeMutablePointer<pa_source_port_info>?>?, _ count: Int) -> [Port] {
+    guard let list else { return [] }
+    return (0..<count).compactMap { k in
+        list[k].map { p in
+            Port(name: string(p.pointee.name) ?? "", description: string(p.pointee.description) ?? "",
+                 type: PortType(number: p.pointee.type), priority: p.pointee.priority,
+                 availability: availability(p.pointee.available), availabilityGroup: string(p.pointee.availability_group))
+        }
+    }
+}

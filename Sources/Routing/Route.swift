@@ -1,0 +1,34 @@
+/// Where sound actually comes out: the five states of the mobile model.
+public enum Route: String, CaseIterable, Sendable {
+    case speaker, receiver, bluetooth, headset, unknown
+
+    /// Bluetooth and wired devices are external: they win while connected.
+    public var isExternal: Bool { self == .bluetooth || self == .headset }
+}
+
+/// What the user asks for. `speaker` and `earpiece` are the mobile model's built-in targets;
+/// Linux can also address external devices.
+public enum RouteTarget: String, CaseIterable, Sendable {
+    case speaker, earpiece, bluetooth, headset
+
+    /// The words `set` accepts, with `receiver` as an alias of `earpiece`.
+    public static let words = ["speaker", "earpiece", "receiver", "bluetooth", "headset"]
+
+    public init?(word: String) {
+        if word == "receiver" { self = .earpiece; return }
+        self.init(rawValue: word)
+    }
+
+    /// The route this target is satisfied by.
+    public var route: Route {
+        switch self {
+        case .speaker: return .speaker
+        case .earpiece: return .receiver
+        case .bluetooth: return .bluetooth
+        case .headset: return .headset
+        }
+    }
+
+    /// Only the built-in targets can be the persistent default.
+    public var isBuiltIn: Bool { self == .speaker || self == .earpiece }
+}

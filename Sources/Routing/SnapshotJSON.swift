@@ -1,0 +1,359 @@
+/// The dump format: reading a snapshot from pactl-shaped JSON and writing it back.
+
+/// Why a JSON document is not a snapshot: the path of the member at fault and what is wrong with it.
+public struct SnapshotFormatError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var path: String
+    public var problem: String
+    public var description: String { path.isEmpty ? problem : "\(path): \(problem)" }
+}
+
+extension Snapshot {
+    public init(json text: String) throws(SnapshotFormatError) {
+        let value: JSON
+        do {
+            value = try JSON.parse(text)
+        } catch {
+            throw SnapshotFormatError(path: "", problem: "not JSON (\(error))")
+        }
+        try self.init(json: value)
+    }
+
+    public init(json: JSON) throws(SnapshotFormatError) {
+        let root = Reader(value: json, path: "")
+        guard json.objectValue != nil else { throw root.error("a snapshot is a JSON object") }
+        server = try ServerInfo(root.member("server"))
+        sinks = try root.list("sinks").map { r throws(SnapshotFormatError) in try Sink(r) }
+        sources = try root.list("sources").map { r throws(SnapshotFormatError) in try Source(r) }
+        cards = try root.list("cards").map { r throws(SnapshotFormatError) in try Card(r) }
+        sinkInputs = try root.list("sink_inputs").map { r throws(SnapshotFormatError) in try SinkInput(r) }
+        sourceOutputs = try root.list("source_outputs").map { r throws(SnapshotFormatError) in try SourceOutput(r) }
+    }
+
+    /// The dump: pactl's member names, in pactl's order, with routectl's additions (`card`, `direction`).
+    public var json: JSON {
+        .object([
+            ("server", server.json),
+            ("sinks", .array(sinks.map(\.json))),
+            ("sources", .array(sources.map(\.json))),
+            ("cards", .array(cards.map(\.json))),
+            ("sink_inputs", .array(sinkInputs.map(\.json))),
+            ("source_outputs", .array(sourceOutputs.map(\.json))),
+        ])
+    }
+}
+
+// MARK: - Reading
+
+/// A position in the document being read, so that every error names the member at fault.
+struct Reader {
+    var value: JSON
+    var path: String
+
+    func error(_ problem: String) -> SnapshotFormatError { SnapshotFormatError(path: path, problem: problem) }
+
+    func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    func member(_ key: String) throws(SnapshotFormatError) -> Reader {
+        guard let v = value[key] else { throw error("missing member '\(key)'") }
+        return Reader(value: v, path: child(key))
+    }
+
+    func optional(_ key: String) -> Reader? {
+        guard let v = value[key], !v.isNull else { return nil }
+        return Reader(value: v, path: child(key))
+    }
+
+    /// An array member; a missing one is empty (a snapshot of a server with no cards has none).
+    func list(_ key: String) throws(SnapshotFormatError) -> [Reader] {
+        guard let r = optional(key) else { return [] }
+        guard let items = r.value.arrayValue else { throw r.error("expected an array") }
+        return items.enumerated().map { Reader(value: $1, path: "\(r.path)[\($0)]") }
+    }
+
+    func string(_ key: String) throws(SnapshotFormatError) -> String {
+        let r = try member(key)
+        guard let s = r.value.stringValue else { throw r.error("expected a string") }
+        return s
+    }
+
+    func optionalString(_ key: String) throws(SnapshotFormatError) -> String? {
+        guard let r = optional(key) else { return nil }
+        guard let s = r.value.stringValue else { throw r.error("expected a string") }
+        return s
+    }
+
+    func index(_ key: String) throws(SnapshotFormatError) -> UInt32 {
+        let r = try member(key)
+        guard let i = r.value.intValue, let u = UInt32(exactly: i) else { throw r.error("expected an index") }
+        return u
+    }
+
+    /// pactl prints "n/a" or null where libpulse has PA_INVALID_INDEX.
+    func optionalIndex(_ key: String) throws(SnapshotFormatError) -> UInt32? {
+        guard let r = optional(key), r.value != .string("n/a") else { return nil }
+        guard let i = r.value.intValue, let u = UInt32(exactly: i) else { throw r.error("expected an index") }
+        return u == UInt32.max ? nil : u
+    }
+
+    func bool(_ key: String, default fallback: Bool) throws(SnapshotFormatError) -> Bool {
+        guard let r = optional(key) else { return fallback }
+        guard let b = r.value.boolValue else { throw r.error("expected true or false") }
+        return b
+    }
+
+    func properties(_ key: String = "properties") throws(SnapshotFormatError) -> [String: String] {
+        guard let r = optional(key) else { return [:] }
+        guard let members = r.value.objectValue else { throw r.error("expected an object") }
+        var out: [String: String] = [:]
+        for (k, v) in members {
+            switch v {
+            case let .string(s): out[k] = s
+            case let .int(i): out[k] = String(i)
+            case let .bool(b): out[k] = b ? "true" : "false"
+            default: throw Reader(value: v, path: r.child(k)).error("expected a string")
+            }
+        }
+        return out
+    }
+}
+
+extension ServerInfo {
+    init(_ r: Reader) throws(SnapshotFormatError) {
+        name = try r.string("server_name")
+        version = try r.optionalString("server_version") ?? ""
+        defaultSinkName = try r.optionalString("default_sink_name")
+        defaultSourceName = try r.optionalString("default_source_name")
+        serverString = try r.optionalString("server_string")
+        hostName = try r.optionalString("host_name")
+    }
+
+    var json: JSON {
+        var m: [(String, JSON)] = []
+        if let serverString { m.append(("server_string", .string(serverString))) }
+        if let hostName { m.append(("host_name", .string(hostName))) }
+        m.append(("server_name", .string(name)))
+        m.append(("server_version", .string(version)))
+        m.append(("default_sink_name", defaultSinkName.map(JSON.string) ?? .null))
+        m.append(("default_source_name", defaultSourceName.map(JSON.string) ?? .null))
+        return .object(m)
+    }
+}
+
+extension Port {
+    init(_ r: Reader, name: String? = nil) throws(SnapshotFormatError) {
+        if let name { self.name = name } else { self.name = try r.string("name") }
+        description = try r.optionalString("description") ?? self.name
+        type = PortType(rawValue: try r.optionalString("type") ?? "Unknown")
+        let p = r.optional("priority")?.value.intValue ?? 0
+        priority = UInt32(clamping: p)
+        let a = try r.optionalString("availability") ?? PortAvailability.unknown.rawValue
+        guard let availability = PortAvailability(rawValue: a) else {
+            throw r.error("unknown availability '\(a)' (expected 'available', 'not available' or 'availability unknown')")
+        }
+        self.availability = availability
+        availabilityGroup = try r.optionalString("availability_group")
+    }
+
+    /// The members of a port, with or without its name (card ports are keyed by name).
+    func members(named: Bool) -> [(String, JSON)] {
+        var m: [(String, JSON)] = []
+        if named { m.append(("name", .string(name))) }
+        m.append(("description", .string(description)))
+        m.append(("type", .string(type.rawValue)))
+        m.append(("priority", .int(Int64(priority))))
+        m.append(("availability_group", availabilityGroup.map(JSON.string) ?? .null))
+        m.append(("availability", .string(availability.rawValue)))
+        return m
+    }
+}
+
+func propertiesJSON(_ properties: [String: String]) -> JSON {
+    .object(properties.keys.sorted().map { ($0, .string(properties[$0]!)) })
+}
+
+func indexJSON(_ index: UInt32?) -> JSON { index.map { .int(Int64($0)) } ?? .null }
+
+extension Sink {
+    init(_ r: Reader) throws(SnapshotFormatError) {
+        index = try r.index("index")
+        name = try r.string("name")
+        description = try r.optionalString("description") ?? name
+        driver = try r.optionalString("driver") ?? ""
+        state = try r.optionalString("state") ?? "UNKNOWN"
+        mute = try r.bool("mute", default: false)
+        ownerModule = try r.optionalIndex("owner_module")
+        card = try r.optionalIndex("card")
+        monitorSource = try r.optionalString("monitor_source")
+        properties = try r.properties()
+        ports = try r.list("ports").map { p throws(SnapshotFormatError) in try Port(p) }
+        activePort = try r.optionalString("active_port")
+    }
+
+    var json: JSON {
+        .object([
+            ("index", .int(Int64(index))),
+            ("state", .string(state)),
+            ("name", .string(name)),
+            ("description", .string(description)),
+            ("driver", .string(driver)),
+            ("owner_module", indexJSON(ownerModule)),
+            ("card", indexJSON(card)),
+            ("mute", .bool(mute)),
+            ("monitor_source", monitorSource.map(JSON.string) ?? .null),
+            ("properties", propertiesJSON(properties)),
+            ("ports", .array(ports.map { .object($0.members(named: true)) })),
+            ("active_port", activePort.map(JSON.string) ?? .null),
+        ])
+    }
+}
+
+extension Source {
+    init(_ r: Reader) throws(SnapshotFormatError) {
+        index = try r.index("index")
+        name = try r.string("name")
+        description = try r.optionalString("description") ?? name
+        driver = try r.optionalString("driver") ?? ""
+        state = try r.optionalString("state") ?? "UNKNOWN"
+        mute = try r.bool("mute", default: false)
+        ownerModule = try r.optionalIndex("owner_module")
+        card = try r.optionalIndex("card")
+        // pactl names a source's monitored sink "monitor_source"; it is "n/a" for a real input.
+        let monitored = try r.optionalString("monitor_source")
+        monitorOfSink = monitored == "n/a" || monitored == "" ? nil : monitored
+        properties = try r.properties()
+        ports = try r.list("ports").map { p throws(SnapshotFormatError) in try Port(p) }
+        activePort = try r.optionalString("active_port")
+    }
+
+    var json: JSON {
+        .object([
+            ("index", .int(Int64(index))),
+            ("state", .string(state)),
+            ("name", .string(name)),
+            ("description", .string(description)),
+            ("driver", .string(driver)),
+            ("owner_module", indexJSON(ownerModule)),
+            ("card", indexJSON(card)),
+            ("mute", .bool(mute)),
+            ("monitor_source", monitorOfSink.map(JSON.string) ?? .null),
+            ("properties", propertiesJSON(properties)),
+            ("ports", .array(ports.map { .object($0.members(named: true)) })),
+            ("active_port", activePort.map(JSON.string) ?? .null),
+        ])
+    }
+}
+
+extension Card {
+    init(_ r: Reader) throws(SnapshotFormatError) {
+        index = try r.index("index")
+        name = try r.string("name")
+        driver = try r.optionalString("driver") ?? ""
+        ownerModule = try r.optionalIndex("owner_module")
+        properties = try r.properties()
+        activeProfile = try r.optionalString("active_profile")
+        // pactl keys profiles and ports by name.
+        profiles = []
+        if let pr = r.optional("profiles") {
+            guard let members = pr.value.objectValue else { throw pr.error("expected an object") }
+            for (name, v) in members {
+                let p = Reader(value: v, path: pr.child(name))
+                profiles.append(Profile(
+                    name: name,
+                    description: try p.optionalString("description") ?? name,
+                    sinks: UInt32(clamping: p.optional("sinks")?.value.intValue ?? 0),
+                    sources: UInt32(clamping: p.optional("sources")?.value.intValue ?? 0),
+                    priority: UInt32(clamping: p.optional("priority")?.value.intValue ?? 0),
+                    available: try p.bool("available", default: true)))
+            }
+        }
+        ports = []
+        if let po = r.optional("ports") {
+            guard let members = po.value.objectValue else { throw po.error("expected an object") }
+            for (name, v) in members {
+                let p = Reader(value: v, path: po.child(name))
+                let direction = try p.optionalString("direction")
+                var profileNames: [String] = []
+                for item in try p.list("profiles") {
+                    guard let s = item.value.stringValue else { throw item.error("expected a string") }
+                    profileNames.append(s)
+                }
+                ports.append(CardPort(
+                    port: try Port(p, name: name),
+                    direction: direction.flatMap(PortDirection.init(rawValue:)),
+                    profiles: profileNames,
+                    properties: try p.properties()))
+            }
+        }
+    }
+
+    var json: JSON {
+        .object([
+            ("index", .int(Int64(index))),
+            ("name", .string(name)),
+            ("driver", .string(driver)),
+            ("owner_module", indexJSON(ownerModule)),
+            ("properties", propertiesJSON(properties)),
+            ("profiles", .object(profiles.map { p in
+                (p.name, .object([
+                    ("description", .string(p.description)),
+                    ("sinks", .int(Int64(p.sinks))),
+                    ("sources", .int(Int64(p.sources))),
+                    ("priority", .int(Int64(p.priority))),
+                    ("available", .bool(p.available)),
+                ]))
+            })),
+            ("active_profile", activeProfile.map(JSON.string) ?? .null),
+            ("ports", .object(ports.map { cp in
+                var m = cp.port.members(named: false)
+                m.append(("direction", cp.direction.map { .string($0.rawValue) } ?? .null))
+                m.append(("properties", propertiesJSON(cp.properties)))
+                m.append(("profiles", .array(cp.profiles.map(JSON.string))))
+                return (cp.name, .object(m))
+            })),
+        ])
+    }
+}
+
+extension SinkInput {
+    init(_ r: Reader) throws(SnapshotFormatError) {
+        index = try r.index("index")
+        sink = try r.index("sink")
+        client = try r.optionalIndex("client")
+        corked = try r.bool("corked", default: false)
+        mute = try r.bool("mute", default: false)
+        properties = try r.properties()
+    }
+
+    var json: JSON {
+        .object([
+            ("index", .int(Int64(index))),
+            ("client", indexJSON(client)),
+            ("sink", .int(Int64(sink))),
+            ("corked", .bool(corked)),
+            ("mute", .bool(mute)),
+            ("properties", propertiesJSON(properties)),
+        ])
+    }
+}
+
+extension SourceOutput {
+    init(_ r: Reader) throws(SnapshotFormatError) {
+        index = try r.index("index")
+        source = try r.index("source")
+        client = try r.optionalIndex("client")
+        corked = try r.bool("corked", default: false)
+        mute = try r.bool("mute", default: false)
+        properties = try r.properties()
+    }
+
+    var json: JSON {
+        .object([
+            ("index", .int(Int64(index))),
+            ("client", indexJSON(client)),
+            ("source", .int(Int64(source))),
+            ("corked", .bool(corked)),
+            ("mute", .bool(mute)),
+            ("properties", propertiesJSON(properties)),
+        ])
+    }
+}

@@ -1,0 +1,245 @@
+import Routing
+
+/// Options that apply to every command; they may stand before or after it.
+struct GlobalOptions {
+    var json = false
+    var server: String?
+    var snapshot: String?
+    /// Seconds to wait for the server: connecting, and each request.
+    var timeout = 5.0
+    var quiet = false
+}
+
+/// The fields `routectl query FIELD` prints, one value each, for scripts.
+enum QueryField: String, CaseIterable {
+    case route, target, override, `default`, external, bluetooth, headset, receiver, speaker, engaged
+}
+
+enum Command {
+    case query(QueryField?)
+    case devices
+    case dump
+    case help(String?)
+    case version
+}
+
+struct Invocation {
+    var options = GlobalOptions()
+    var command: Command
+}
+
+/// One entry of the command table: what it takes, for the parser, the help and the completions.
+struct CommandSpec {
+    var name: String
+    var arguments: String
+    var summary: String
+    /// Options this command takes beyond the global ones.
+    var options: [OptionSpec] = []
+    var details: String
+}
+
+struct OptionSpec {
+    var name: String
+    var short: Character?
+    var value: String?
+    var help: String
+}
+
+enum Grammar {
+    static let globalOptions: [OptionSpec] = [
+        OptionSpec(name: "json", help: "Print one JSON object (documented keys, snake_case)."),
+        OptionSpec(name: "server", short: "s", value: "ADDRESS", help: "Connect to this server instead of the default one (as PULSE_SERVER)."),
+        OptionSpec(name: "snapshot", value: "FILE", help: "Run a read-only command against a dump instead of a server."),
+        OptionSpec(name: "timeout", value: "SECONDS", help: "Give up on the server after this long (default 5)."),
+        OptionSpec(name: "quiet", short: "q", help: "Print no notes on stderr; errors are still printed."),
+        OptionSpec(name: "help", short: "h", help: "Show help information."),
+        OptionSpec(name: "version", help: "Show routectl's version and libpulse's."),
+    ]
+
+    static let commands: [CommandSpec] = [
+        CommandSpec(
+            name: "query", arguments: "[FIELD]", summary: "Show where sound comes out (the default command).",
+            details: """
+              With no FIELD, the full status. With a FIELD, its value alone, for scripts:
+                route      speaker, receiver, bluetooth, headset or unknown: where sound comes out
+                target     the target routectl aims for (override, else default)
+                override   the temporary override, or none
+                default    the persistent default: speaker or earpiece
+                external   yes when the route is Bluetooth or a headset
+                bluetooth, headset, receiver, speaker
+                           yes when an output of that kind can be used
+                engaged    yes when a stream is playing on the route
+            """),
+        CommandSpec(
+            name: "devices", arguments: "", summary: "List outputs and inputs: kind, availability, which is active.",
+            details: """
+              '*' marks the output sound comes out of and the default input. AVAILABLE is yes, no (a jack
+              known to be unplugged) or profile (the output exists under another profile of its card).
+            """),
+        CommandSpec(
+            name: "dump", arguments: "", summary: "Print the server state as a snapshot (JSON).",
+            details: """
+              The snapshot uses pactl's JSON member names ('pactl -f json list'), with 'server' added.
+              Read it back with --snapshot FILE; attach it to a bug report.
+            """),
+        CommandSpec(name: "help", arguments: "[COMMAND]", summary: "Show help for routectl or one command.", details: ""),
+    ]
+
+    static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
+}
+
+/// The hand-written parser of DESIGN.md §2: global options anywhere, `--opt=value` or `--opt value`,
+/// `--` ends options; any unknown word is a usage failure before a connection is attempted.
+enum ArgumentParser {
+    static func parse(_ args: [String]) throws(Failure) -> Invocation {
+        var options = GlobalOptions()
+        var positionals: [String] = []
+        var wantsHelp = false
+        var wantsVersion = false
+        var i = 0
+        var onlyPositionals = false
+
+        while i < args.count {
+            let arg = args[i]
+            i += 1
+            if onlyPositionals || arg == "-" || !arg.hasPrefix("-") {
+                positionals.append(arg)
+                continue
+            }
+            if arg == "--" { onlyPositionals = true; continue }
+
+            let (spec, inlineValue, spelled) = try lookUp(arg)
+            var value: String?
+            if spec.value != nil {
+                if let inlineValue {
+                    value = inlineValue
+                } else if i < args.count {
+                    value = args[i]
+                    i += 1
+                } else {
+                    throw Failure.usage("Missing value for '\(spelled)'.")
+                }
+            } else if inlineValue != nil {
+                throw Failure.usage("Option '\(spelled)' takes no value.")
+            }
+
+            switch spec.name {
+            case "json": options.json = true
+            case "server": options.server = try nonEmpty(value!, for: spelled)
+            case "snapshot": options.snapshot = try nonEmpty(value!, for: spelled)
+            case "timeout": options.timeout = try seconds(value!, for: spelled)
+            case "quiet": options.quiet = true
+            case "help": wantsHelp = true
+            case "version": wantsVersion = true
+            default: break
+            }
+        }
+
+        if wantsVersion { return Invocation(options: options, command: .version) }
+        guard let word = positionals.first else {
+            return Invocation(options: options, command: wantsHelp ? .help(nil) : .query(nil))
+        }
+        guard let spec = Grammar.command(named: word) else {
+            throw Failure.usage("Unknown command '\(word)'.\(suggestion(word, Grammar.commands.map(\.name)))")
+        }
+        if wantsHelp { return Invocation(options: options, command: .help(spec.name == "help" ? nil : spec.name)) }
+        let rest = Array(positionals.dropFirst())
+        return Invocation(options: options, command: try command(spec, rest))
+    }
+
+    static func command(_ spec: CommandSpec, _ rest: [String]) throws(Failure) -> Command {
+        switch spec.name {
+        case "query":
+            try atMost(1, rest, spec)
+            guard let word = rest.first else { return .query(nil) }
+            guard let field = QueryField(rawValue: word) else {
+                throw Failure.usage("The value '\(word)' is invalid for '<field>'.\(suggestion(word, QueryField.allCases.map(\.rawValue)))")
+            }
+            return .query(field)
+        case "devices":
+            try atMost(0, rest, spec)
+            return .devices
+        case "dump":
+            try atMost(0, rest, spec)
+            return .dump
+        case "help":
+            try atMost(1, rest, spec)
+            guard let topic = rest.first else { return .help(nil) }
+            guard Grammar.command(named: topic) != nil else {
+                throw Failure.usage("Unknown command '\(topic)'.\(suggestion(topic, Grammar.commands.map(\.name)))")
+            }
+            return .help(topic)
+        default:
+            throw Failure.usage("Unknown command '\(spec.name)'.")
+        }
+    }
+
+    static func atMost(_ n: Int, _ rest: [String], _ spec: CommandSpec) throws(Failure) {
+        guard rest.count > n else { return }
+        throw Failure.usage("Unexpected argument '\(rest[n])' for '\(spec.name)'.")
+    }
+
+    /// Finds an option by its long or short spelling; returns it, an inline `=value`, and how it was written.
+    static func lookUp(_ arg: String) throws(Failure) -> (OptionSpec, String?, String) {
+        let all = Grammar.globalOptions + Grammar.commands.flatMap(\.options)
+        if arg.hasPrefix("--") {
+            var name = String(arg.dropFirst(2))
+            var inline: String?
+            if let eq = name.firstIndex(of: "=") {
+                inline = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            if let spec = all.first(where: { $0.name == name }) { return (spec, inline, "--\(name)") }
+            throw Failure.usage("Unknown option '--\(name)'.\(suggestion("--\(name)", all.map { "--\($0.name)" }))")
+        }
+        let letters = Array(arg.dropFirst())
+        if letters.count == 1, let spec = all.first(where: { $0.short == letters[0] }) { return (spec, nil, arg) }
+        if letters.count > 1, let spec = all.first(where: { $0.short == letters[0] }), spec.value != nil {
+            return (spec, String(letters.dropFirst()), "-\(letters[0])")
+        }
+        let spellings = all.compactMap { $0.short.map { "-\($0)" } } + all.map { "--\($0.name)" }
+        throw Failure.usage("Unknown option '\(arg)'.\(suggestion(arg, spellings))")
+    }
+
+    static func nonEmpty(_ value: String, for option: String) throws(Failure) -> String {
+        guard !value.isEmpty else { throw Failure.usage("The value '' is invalid for '\(option)'.") }
+        return value
+    }
+
+    static func seconds(_ value: String, for option: String) throws(Failure) -> Double {
+        guard let s = Double(value), s.isFinite, s > 0, s <= 86_400 else {
+            throw Failure.usage("The value '\(value)' is invalid for '\(option)': expected seconds, a number above 0.")
+        }
+        return s
+    }
+
+    /// " Did you mean 'x'?" for the closest candidate, or nothing when none is close.
+    static func suggestion(_ word: String, _ candidates: [String]) -> String {
+        var best: (String, Int)?
+        for c in candidates {
+            let d = editDistance(word.lowercased(), c)
+            if d < (best?.1 ?? Int.max) { best = (c, d) }
+        }
+        guard let (match, distance) = best else { return "" }
+        let prefix = candidates.filter { $0.hasPrefix(word) && word.count >= 2 }
+        if prefix.count == 1 { return " Did you mean '\(prefix[0])'?" }
+        return distance <= max(1, min(3, match.count / 3)) ? " Did you mean '\(match)'?" : ""
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        var row = Array(0...b.count)
+        for i in 1...a.count {
+            var previous = row[0]
+            row[0] = i
+            if b.isEmpty { continue }
+            for j in 1...b.count {
+                let current = row[j]
+                row[j] = a[i - 1] == b[j - 1] ? previous : 1 + min(previous, row[j], row[j - 1])
+                previous = current
+            }
+        }
+        return row[b.count]
+    }
+}

@@ -1,0 +1,45 @@
+import Glibc
+
+/// stdout and stderr without Foundation: whole lines, written at once and flushed, so a reader sees
+/// each line as soon as it is complete and a closed pipe is an error, not a crash.
+enum Console {
+    /// Writes `text` to stdout; false when stdout is gone (EPIPE, a closed pipe).
+    @discardableResult
+    static func out(_ text: String) -> Bool { write(text, to: 1) }
+
+    static func err(_ text: String) { _ = write(text, to: 2) }
+
+    private static func write(_ text: String, to fd: Int32) -> Bool {
+        var text = text
+        return text.withUTF8 { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += n
+            }
+            return true
+        }
+    }
+
+    /// Pads columns to the widest cell of each, two spaces apart; the last column is not padded.
+    static func table(_ rows: [[String]], indent: String = "") -> String {
+        guard let width = rows.map(\.count).max() else { return "" }
+        var widths = [Int](repeating: 0, count: width)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        var out = ""
+        for row in rows {
+            var line = indent
+            for (i, cell) in row.enumerated() {
+                line += cell
+                if i < row.count - 1 { line += String(repeating: " ", count: widths[i] - cell.count + 2) }
+            }
+            while line.hasSuffix(" ") { line.removeLast() }
+            out += line + "\n"
+        }
+        return out
+    }
+}

@@ -1,0 +1,58 @@
+import Routing
+
+/// `routectl devices`: every output and input with its kind, availability and whether it is in use.
+enum DevicesCommand {
+    static func render(_ status: Status, json: Bool) -> String {
+        if json {
+            return JSON.object([
+                ("outputs", .array(status.outputs.map(object))),
+                ("inputs", .array(status.inputs.map(object))),
+            ]).text + "\n"
+        }
+        var out = "Outputs:\n"
+        let header = ["", "ROUTE", "AVAILABLE", "NAME", "DESCRIPTION"]
+        out += Console.table([header] + status.outputs.map { o in
+            [o.isActive ? "*" : " ", o.route.rawValue, availability(o), o.id, o.description]
+        }, indent: "")
+        out += "Inputs:\n"
+        let inputs = status.inputs.map { i in
+            [i.isDefault ? "*" : " ", i.kind.rawValue, i.availability.isUsable ? "yes" : "no",
+             i.port.map { "\(i.source):\($0)" } ?? i.source, i.description]
+        }
+        out += inputs.isEmpty ? "  none\n" : Console.table([["", "KIND", "AVAILABLE", "NAME", "DESCRIPTION"]] + inputs)
+        return out
+    }
+
+    static func availability(_ o: Output) -> String {
+        if !o.isAvailable { return "no" }
+        return o.sink == nil ? "profile" : "yes"
+    }
+
+    static func object(_ o: Output) -> JSON {
+        .object([
+            ("id", .string(o.id)),
+            ("route", .string(o.route.rawValue)),
+            ("sink", o.sink.map(JSON.string) ?? .null),
+            ("port", o.port.map(JSON.string) ?? .null),
+            ("card", o.card.map { .int(Int64($0)) } ?? .null),
+            ("description", .string(o.description)),
+            ("available", .bool(o.isAvailable)),
+            ("availability", .string(o.availability.rawValue)),
+            ("profiles", .array(o.profiles.map(JSON.string))),
+            ("active", .bool(o.isActive)),
+        ])
+    }
+
+    static func object(_ i: Input) -> JSON {
+        .object([
+            ("id", .string(i.port.map { "\(i.source):\($0)" } ?? i.source)),
+            ("kind", .string(i.kind.rawValue)),
+            ("source", .string(i.source)),
+            ("port", i.port.map(JSON.string) ?? .null),
+            ("description", .string(i.description)),
+            ("available", .bool(i.availability.isUsable)),
+            ("availability", .string(i.availability.rawValue)),
+            ("default", .bool(i.isDefault)),
+        ])
+    }
+}

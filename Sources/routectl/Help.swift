@@ -1,0 +1,59 @@
+import Pulse
+
+/// The help texts, in swift-argument-parser's layout; `-h`, `--help` and `help COMMAND` print the same.
+enum Help {
+    static let version = "0.1.0"
+
+    static var versionText: String {
+        "routectl \(version) (libpulse: compiled with \(PulseLibrary.headersVersion), linked with \(PulseLibrary.libraryVersion))\n"
+    }
+
+    static func text(for topic: String?) -> String {
+        if let topic, let spec = Grammar.command(named: topic) { return commandText(spec) }
+        var out = """
+        OVERVIEW: Manage where sound comes out: speaker, receiver, bluetooth, headset.
+
+        routectl classifies the default output of a PulseAudio or PipeWire (pipewire-pulse) server
+        into five routes and reports it for people and scripts.
+
+        USAGE: routectl [<options>] [<command>] [<arguments>]
+
+        OPTIONS:
+
+        """
+        out += optionRows(Grammar.globalOptions)
+        out += "\nCOMMANDS:\n"
+        out += Console.table(Grammar.commands.map { [$0.name + ($0.arguments.isEmpty ? "" : " " + $0.arguments), $0.summary] },
+                             indent: "  ")
+        out += """
+
+        EXIT STATUS:
+          0  done        1  the server refused or an operation failed   2  usage error
+          4  no sound server could be reached within the timeout
+
+        See 'routectl help <command>' for details.
+
+        """
+        return out
+    }
+
+    static func commandText(_ spec: CommandSpec) -> String {
+        var out = "OVERVIEW: \(spec.summary)\n\nUSAGE: routectl [<options>] \(spec.name)"
+        if !spec.arguments.isEmpty { out += " \(spec.arguments)" }
+        out += "\n\n"
+        if !spec.details.isEmpty { out += "DETAILS:\n\(spec.details)\n\n" }
+        if !spec.options.isEmpty { out += "OPTIONS:\n" + optionRows(spec.options) + "\n" }
+        out += "GLOBAL OPTIONS:\n" + optionRows(Grammar.globalOptions)
+        out += "\nSee 'routectl --help' for all commands.\n"
+        return out
+    }
+
+    static func optionRows(_ options: [OptionSpec]) -> String {
+        Console.table(options.map { o in
+            var spelled = o.short.map { "-\($0), " } ?? ""
+            spelled += "--\(o.name)"
+            if let v = o.value { spelled += " <\(v.lowercased())>" }
+            return [spelled, o.help]
+        }, indent: "  ")
+    }
+}
