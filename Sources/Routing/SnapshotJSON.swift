@@ -5,6 +5,11 @@ public struct SnapshotFormatError: Error, Equatable, Sendable, CustomStringConve
     public var path: String
     public var problem: String
     public var description: String { path.isEmpty ? problem : "\(path): \(problem)" }
+
+    public init(path: String, problem: String) {
+        self.path = path
+        self.problem = problem
+    }
 }
 
 extension Snapshot {

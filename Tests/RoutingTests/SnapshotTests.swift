@@ -1,0 +1,48 @@
+import Routing
+import Testing
+
+@Suite struct SnapshotTests {
+    @Test(arguments: ["laptop", "phone-ucm", "bluetooth-pulseaudio", "bluetooth-pipewire", "usb-and-others",
+                      "old-server", "pactl-list-pulseaudio", "pactl-list-pipewire"])
+    func dumpRoundTrips(name: String) throws {
+        let s = try fixture(name)
+        let text = s.json.text
+        let again = try Snapshot(json: text)
+        #expect(again == s)
+        #expect(again.json.text == text, "the dump is stable")
+        #expect(Status(snapshot: again) == Status(snapshot: s))
+    }
+
+    @Test func errorsNameTheMember() {
+        #expect(throws: SnapshotFormatError(path: "", problem: "missing member 'server'")) {
+            try Snapshot(json: "{}")
+        }
+        #expect(throws: SnapshotFormatError(path: "sinks[0]", problem: "missing member 'name'")) {
+            try Snapshot(json: #"{"server":{"server_name":"x"},"sinks":[{"index":1}]}"#)
+        }
+        #expect(throws: SnapshotFormatError(path: "sinks[0].ports[0]", problem: "unknown availability 'maybe' (expected 'available', 'not available' or 'availability unknown')")) {
+            try Snapshot(json: #"{"server":{"server_name":"x"},"sinks":[{"index":1,"name":"a","ports":[{"name":"p","availability":"maybe"}]}]}"#)
+        }
+        #expect(throws: SnapshotFormatError.self) { try Snapshot(json: "[1,") }
+    }
+}
+
+@Suite struct JSONTests {
+    @Test func parsesAndWrites() throws {
+        let text = #"{"a":[1,-2.5,true,false,null],"b":"x\"\\\n\u00e9\ud83d\ude00","c":{}}"#
+        let v = try JSON.parse(text)
+        #expect(v["a"] == .array([.int(1), .double(-2.5), .bool(true), .bool(false), .null]))
+        #expect(v["b"] == .string("x\"\\\né😀"))
+        #expect(try JSON.parse(v.text) == v)
+        #expect(JSON.string("tab\there\u{01}").text == #""tab\there\u0001""#)
+    }
+
+    @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "tru", "\"abc", "1 2", "{\"a\":1,}", "\"\\x\""])
+    func rejectsMalformed(text: String) {
+        #expect(throws: JSONError.self) { try JSON.parse(text) }
+    }
+
+    @Test func rejectsDeepNesting() {
+        #expect(throws: JSONError.self) { try JSON.parse(String(repeating: "[", count: 10_000)) }
+    }
+}
