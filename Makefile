@@ -1,0 +1,68 @@
+# routectl — build, test, demo, bench, install. `make test` is what CI runs (.ci/run).
+PREFIX ?= /usr/local
+DESTDIR ?=
+SWIFT ?= swift
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# The Debian packages the build, the tests and the demo need.
+APT_PACKAGES := libpulse-dev pulseaudio pulseaudio-utils pipewire pipewire-bin pipewire-pulse wireplumber dbus python3
+
+# Start-up is most of a query's time, so the release binary links the Swift runtime statically and,
+# where gcc has it, libstdc++ too: libstdc++.so's ~4300 symbol relocations cost ~1 ms per run.
+# SwiftPM always passes -lstdc++, so a linker script named libstdc++.so points it at the archive.
+STDCXX_A := $(shell g++ -print-file-name=libstdc++.a 2>/dev/null)
+SHIM_DIR := $(CURDIR)/.build/static-libstdcxx
+RELEASE_FLAGS := -c release --static-swift-stdlib
+ifneq ($(wildcard $(STDCXX_A)),)
+RELEASE_FLAGS += -Xlinker -L$(SHIM_DIR)
+endif
+BIN := .build/release/routectl
+
+.PHONY: all deps build test unit e2e demo bench install uninstall clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing" $$missing; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	else echo "make deps: all packages present"; fi
+
+$(SHIM_DIR)/libstdc++.so:
+	@mkdir -p $(SHIM_DIR)
+	@echo 'INPUT($(STDCXX_A))' >$@
+
+build: deps $(if $(wildcard $(STDCXX_A)),$(SHIM_DIR)/libstdc++.so)
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+unit: deps
+	$(SWIFT) test
+
+e2e: build
+	tests/e2e.sh pulseaudio $(BIN)
+	tests/e2e.sh pipewire $(BIN)
+
+test: build
+	$(SWIFT) test
+	tests/e2e.sh pulseaudio $(BIN)
+	tests/e2e.sh pipewire $(BIN)
+
+demo: build
+	scripts/demo.sh $(BIN)
+
+bench: build
+	python3 scripts/bench.py $(BIN)
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/routectl
+	install -m 0644 man/routectl.1 $(DESTDIR)$(PREFIX)/share/man/man1/routectl.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/routectl $(DESTDIR)$(PREFIX)/share/man/man1/routectl.1
+
+clean:
+	rm -rf .build

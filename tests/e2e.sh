@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# End-to-end tests: the built routectl against a private server with simulated devices (DESIGN.md §6).
+#   tests/e2e.sh pulseaudio|pipewire [ROUTECTL]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+server=${1:?usage: e2e.sh pulseaudio|pipewire [routectl]}
+routectl=${2:-$root/.build/release/routectl}
+. "$here/lib.sh"
+
+[ -x "$routectl" ] || { echo "e2e: no routectl at $routectl (run make build)" >&2; exit 1; }
+dir=$(mktemp -d "/tmp/routectl-e2e-$server.XXXXXX")
+cleanup() { "$root/scripts/server.sh" stop "$dir"; [ -n "${player:-}" ] && kill "$player" 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+# A server that cannot start fails the run: nothing here is skipped.
+eval "$("$root/scripts/server.sh" start "$server" "$dir")"
+rc() { "$routectl" "$@"; }
+default_is() { [ "$(pactl get-default-sink)" = "$1" ]; }
+
+echo "== $server: $(pactl info | sed -n 's/^Server Name: //p')"
+for kind in speaker earpiece headset bluetooth hdmi; do
+	"$root/scripts/server.sh" plug "$dir" "$kind" "sim-$kind"
+done
+wait_for "five sinks" sh -c '[ "$(pactl list short sinks | grep -c sim-)" = 5 ]'
+
+echo "-- each kind made the default sink reports its route"
+for pair in speaker:speaker earpiece:receiver headset:headset bluetooth:bluetooth hdmi:unknown; do
+	kind=${pair%%:*} route=${pair#*:}
+	pactl set-default-sink "sim-$kind"
+	wait_for "default sink sim-$kind" default_is "sim-$kind"
+	run_rc rc query route
+	expect_eq "$kind: query route" "$route" "$out"
+	expect_eq "$kind: query route exits 0" 0 "$rc"
+	run_rc rc query
+	expect_eq "$kind: status line" "route        $route" "$(printf '%s\n' "$out" | head -1)"
+	expect_eq "$kind: status names the sink" "sink         sim-$kind" "$(printf '%s\n' "$out" | grep '^sink ')"
+	run_rc rc --json query
+	expect_eq "$kind: --json route" "$route" "$(printf '%s' "$out" | json_get route)"
+	expect_eq "$kind: --json output.sink" "sim-$kind" "$(printf '%s' "$out" | json_get output.sink)"
+	case $route in bluetooth | headset) external=yes ;; *) external=no ;; esac
+	expect_eq "$kind: query external" "$external" "$(rc query external)"
+done
+
+echo "-- options may stand before or after the command, as --opt=value or --opt value"
+expect_eq "query --json == --json query" "$(rc --json query)" "$(rc query --json)"
+expect_eq "--timeout=2 and --timeout 2" "$(rc --timeout=2 query route)" "$(rc query route --timeout 2)"
+expect_eq "routectl alone is query" "$(rc query)" "$(rc)"
+expect_eq "query FIELD --json" '{"route":"unknown"}' "$(rc query route --json)"
+
+echo "-- availability and server"
+expect_eq "bluetooth available" yes "$(rc query bluetooth)"
+expect_eq "receiver available" yes "$(rc query receiver)"
+expect_eq "--json available.headset" true "$(rc --json query | json_get available.headset)"
+if [ "$server" = pipewire ]; then
+	expect_match "server is PipeWire" '^server +PulseAudio \(on PipeWire' "$(rc query | grep '^server')"
+	expect_eq "--json server.pipewire" true "$(rc --json query | json_get server.pipewire)"
+else
+	expect_match "server is PulseAudio" '^server +pulseaudio [0-9]' "$(rc query | grep '^server')"
+	expect_eq "--json server.pipewire" false "$(rc --json query | json_get server.pipewire)"
+fi
+
+echo "-- engaged: a stream playing on the route"
+pactl set-default-sink sim-speaker
+wait_for "default sink sim-speaker" default_is sim-speaker
+expect_eq "idle: engaged no" no "$(rc query engaged)"
+paplay --raw --device=sim-speaker </dev/zero &
+player=$!
+wait_for "a playing stream" sh -c 'pactl list short sink-inputs | grep -q .'
+wait_for "engaged yes" sh -c "[ \"\$('$routectl' query engaged)\" = yes ]"
+expect_eq "playing: engaged yes" yes "$(rc query engaged)"
+expect_eq "playing: other_audio_playing" true "$(rc --json query | json_get other_audio_playing)"
+kill "$player"; wait "$player" 2>/dev/null || true; player=
+
+echo "-- devices lists every output with its kind, and marks the active one"
+run_rc rc devices
+for pair in speaker:speaker earpiece:receiver headset:headset bluetooth:bluetooth hdmi:unknown; do
+	kind=${pair%%:*} route=${pair#*:}
+	expect_match "devices: sim-$kind is $route" "^[ *] +$route +yes +sim-$kind " "$out"
+done
+expect_match "devices: the active one is starred" '^\* +speaker +yes +sim-speaker ' "$out"
+run_rc rc --json devices
+expect_eq "devices --json: outputs" 5 "$(printf '%s' "$out" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["outputs"]))')"
+expect_eq "devices --json: no monitor among inputs" 0 "$(printf '%s' "$out" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["inputs"]))')"
+expect_eq "devices --json: active output" sim-speaker "$(printf '%s' "$out" | python3 -c 'import json,sys; print([o["sink"] for o in json.load(sys.stdin)["outputs"] if o["active"]][0])')"
+
+echo "-- dump read back through --snapshot gives the same status"
+pactl set-default-sink sim-bluetooth
+wait_for "default sink sim-bluetooth" default_is sim-bluetooth
+rc dump >"$dir/dump.json"
+expect_eq "dump is one JSON object" sim-bluetooth "$(json_get server.default_sink_name <"$dir/dump.json")"
+expect_eq "--snapshot query" "$(rc query)" "$(rc --snapshot "$dir/dump.json" query)"
+expect_eq "--snapshot --json query" "$(rc --json query)" "$(rc --snapshot "$dir/dump.json" --json query)"
+expect_eq "--snapshot devices" "$(rc devices)" "$(rc --snapshot "$dir/dump.json" devices)"
+expect_eq "--snapshot dump is the dump" "$(cat "$dir/dump.json")" "$(rc --snapshot "$dir/dump.json" dump)"
+LC_ALL=C pactl -f json list >"$dir/pactl.json"
+python3 - "$dir/pactl.json" <<'PY'
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+d["server"] = json.loads(subprocess.check_output(["pactl", "-f", "json", "info"], env={"LC_ALL": "C", **__import__("os").environ}))
+json.dump(d, open(sys.argv[1], "w"))
+PY
+expect_eq "a pactl dump with server added is a snapshot" "$(rc query route)" "$(rc --snapshot "$dir/pactl.json" query route)"
+printf '{"server": ' >"$dir/bad.json"
+run_rc rc --snapshot "$dir/bad.json" query
+expect_eq "corrupt snapshot: exit 1" 1 "$rc"
+expect_match "corrupt snapshot: names the file" "^routectl: '$dir/bad.json' is not a routectl snapshot: " "$err"
+
+echo "-- bad words: exit 2, one line, before any connection"
+for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
+	"--jsn|Unknown option '--jsn'. Did you mean '--json'?" \
+	"query rout|The value 'rout' is invalid for '<field>'. Did you mean 'route'?" \
+	"--timeout abc|The value 'abc' is invalid for '--timeout': expected seconds, a number above 0." \
+	"query --timeout|Missing value for '--timeout'." \
+	"--json=1|Option '--json' takes no value." \
+	"devices extra|Unexpected argument 'extra' for 'devices'."; do
+	args=${case%%|*} message=${case#*|}
+	# shellcheck disable=SC2086
+	run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" $args
+	expect_eq "'$args': exit 2" 2 "$rc"
+	expect_eq "'$args': the line" "routectl: $message See 'routectl --help'." "$err"
+	expect_eq "'$args': nothing on stdout" "" "$out"
+done
+
+echo "-- no server: exit 4 within the timeout"
+start=$(date +%s%N)
+run_rc env PULSE_SERVER="unix:$dir/nothing-here" "$routectl" --timeout 1 query
+expect_eq "refused: exit 4" 4 "$rc"
+expect_match "refused: one line with a hint" '^routectl: Connection failure: Connection refused\. Is a PulseAudio or PipeWire server running\?' "$err"
+expect_eq "refused: one line" 1 "$(printf '%s\n' "$err" | wc -l)"
+# A socket that accepts and never answers: only the timeout ends the wait.
+python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(30)' "$dir/blackhole" &
+hole=$!
+wait_for "the silent socket" test -S "$dir/blackhole"
+start=$(date +%s%N)
+run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" --timeout 0.5 query
+elapsed=$((($(date +%s%N) - start) / 1000000))
+kill "$hole"
+expect_eq "silent server: exit 4" 4 "$rc"
+expect_match "silent server: says it timed out" '^routectl: Connection failure: Timeout' "$err"
+if [ "$elapsed" -lt 2000 ]; then ok "silent server: gave up after ${elapsed} ms (timeout 0.5 s)"; else not_ok "silent server: took ${elapsed} ms"; fi
+
+echo "-- help and version"
+expect_eq "-h, --help and help print the same" "$(rc --help)" "$(rc -h)"
+expect_eq "help query == query --help" "$(rc help query)" "$(rc query --help)"
+expect_match "--version names libpulse" '^routectl [0-9.]+ \(libpulse: compiled with [0-9.]+, linked with [0-9.]+\)$' "$(rc --version)"
+
+summary

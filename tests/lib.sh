@@ -1,0 +1,61 @@
+# Assertions for routectl's shell-driven end-to-end tests. Each check prints one line; the run
+# ends with "N passed, N failed" and fails when anything failed.
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
+not_ok() {
+	failed=$((failed + 1))
+	printf '  FAIL  %s\n' "$1"
+	shift
+	for line in "$@"; do printf '        %s\n' "$line"; done
+}
+
+# expect_eq NAME EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "expected: $2" "actual:   $3"; fi
+}
+
+# expect_match NAME REGEX ACTUAL
+expect_match() {
+	if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"; else not_ok "$1" "expected to match: $2" "actual: $3"; fi
+}
+
+# run_rc CMD...: runs it, leaving stdout in $out, stderr in $err and the status in $rc.
+run_rc() {
+	local o e
+	o=$(mktemp) e=$(mktemp)
+	set +e
+	"$@" >"$o" 2>"$e"
+	rc=$?
+	set -e
+	out=$(cat "$o") err=$(cat "$e")
+	rm -f "$o" "$e"
+}
+
+# json_get KEY.PATH: reads stdin as JSON and prints one member (Python, so the parser under test is not the judge).
+json_get() {
+	python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v[k]
+print(json.dumps(v) if not isinstance(v, str) else v)' "$1"
+}
+
+# wait_for DESCRIPTION CMD...: retries CMD for up to 5 s (PipeWire acts shortly after it acknowledges).
+wait_for() {
+	local what=$1 i
+	shift
+	for i in $(seq 1 100); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.05
+	done
+	echo "  timed out waiting for: $what" >&2
+	return 1
+}
+
+summary() {
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+}
