@@ -11,6 +11,9 @@ public final class PulseConnection {
     let mainloop: OpaquePointer
     var context: OpaquePointer?
     var state = PA_CONTEXT_UNCONNECTED
+    /// Server change notifications received so far (SINK, SOURCE, streams, CARD, SERVER).
+    var changes = 0
+    var subscribed = false
 
     /// Connects by libpulse's rules: `server` if given, else `PULSE_SERVER`, client.conf, the runtime dir.
     /// Never autospawns a server. The corresponding C function is `pa_context_connect`.

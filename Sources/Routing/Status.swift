@@ -7,6 +7,9 @@ public struct Output: Equatable, Sendable {
     public var port: String?
     public var description: String
     public var card: UInt32?
+    public var cardName: String?
+    /// The port's priority (higher is better), 0 for a port-less sink.
+    public var priority: UInt32
     /// The card profiles under which this output exists, for an output not present now.
     public var profiles: [String]
     public var availability: PortAvailability
@@ -60,6 +63,17 @@ public struct Status: Equatable, Sendable {
         otherAudioPlaying = !playing.isEmpty
     }
 
+    /// The external outputs present now, by a name that survives profile switches (card, else sink, and port).
+    public var externalKeys: [String] {
+        outputs.filter { $0.route.isExternal && $0.isAvailable && $0.sink != nil }
+            .map { o in
+                // A Bluetooth device is its card: A2DP and HFP are two sinks and ports of one device.
+                o.route == .bluetooth ? (o.cardName ?? o.sink ?? "") : (o.cardName ?? o.sink ?? "") + (o.port.map { ":\($0)" } ?? "")
+            }
+            .reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+            .sorted()
+    }
+
     /// Whether an output of this kind could be used now (with a profile switch if need be).
     public func isAvailable(_ route: Route) -> Bool {
         outputs.contains { $0.route == route && $0.isAvailable }
@@ -78,7 +92,8 @@ public struct Status: Equatable, Sendable {
                                    properties: sink.properties, card: card)
             if sink.ports.isEmpty {
                 outputs.append(Output(route: Classifier.route(of: base), sink: sink.name, sinkIndex: sink.index,
-                                      port: nil, description: sink.description, card: card?.index, profiles: [],
+                                      port: nil, description: sink.description, card: card?.index, cardName: card?.name,
+                                      priority: 0, profiles: [],
                                       availability: .unknown, isActive: isDefault, id: sink.name))
                 continue
             }
@@ -88,7 +103,8 @@ public struct Status: Equatable, Sendable {
                 facts.portProperties = card?.ports.first { $0.name == port.name }?.properties ?? [:]
                 outputs.append(Output(route: Classifier.route(of: facts), sink: sink.name, sinkIndex: sink.index,
                                       port: port.name, description: "\(port.description) (\(sink.description))",
-                                      card: card?.index, profiles: [], availability: port.availability,
+                                      card: card?.index, cardName: card?.name, priority: port.priority,
+                                      profiles: [], availability: port.availability,
                                       isActive: isDefault && (sink.activePort == port.name || sink.activePort == nil),
                                       id: "\(sink.name):\(port.name)"))
             }
@@ -105,7 +121,8 @@ public struct Status: Equatable, Sendable {
                 let description = card.properties["device.description"] ?? card.name
                 outputs.append(Output(route: Classifier.route(of: facts), sink: nil, sinkIndex: nil,
                                       port: cardPort.name, description: "\(cardPort.port.description) (\(description))",
-                                      card: card.index, profiles: profiles,
+                                      card: card.index, cardName: card.name, priority: cardPort.port.priority,
+                                      profiles: profiles,
                                       availability: profiles.isEmpty ? .unavailable : cardPort.port.availability,
                                       isActive: false, id: "\(card.name):\(cardPort.name)"))
             }

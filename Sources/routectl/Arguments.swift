@@ -17,6 +17,12 @@ enum QueryField: String, CaseIterable {
 
 enum Command {
     case query(QueryField?)
+    case set(RouteRequest)
+    case clear
+    case `default`(RouteTarget?)
+    case inputList
+    case inputSet(String)
+    case inputClear
     case devices
     case dump
     case help(String?)
@@ -71,6 +77,39 @@ enum Grammar {
                 engaged    yes when a stream is playing on the route
             """),
         CommandSpec(
+            name: "set", arguments: "<target>", summary: "Set the temporary override and move the sound there.",
+            options: [
+                OptionSpec(name: "force", help: "Switch even while an external device is the route."),
+                OptionSpec(name: "device", value: "NAME", help: "The output to use: a NAME from 'routectl devices', a sink or a card."),
+            ],
+            details: """
+              <target> is speaker, earpiece (alias receiver), bluetooth or headset. The override lasts
+              until 'routectl clear', until an external device is connected or disconnected, or until
+              logout. While Bluetooth or a headset is the route, 'set speaker' and 'set earpiece' record
+              the override and leave the sound where it is (exit 0, with a note); --force switches anyway.
+              With no output of the kind here the route falls back to the speaker (exit 3; recorded).
+              bluetooth and headset pick the most recently connected device unless --device names one.
+            """),
+        CommandSpec(
+            name: "clear", arguments: "", summary: "Drop the override and return to the default.",
+            details: """
+              Removes the temporary override and routes to the persistent default, unless an external
+              device is the route, which keeps priority.
+            """),
+        CommandSpec(
+            name: "default", arguments: "[speaker|earpiece]", summary: "Show or set the persistent default.",
+            details: """
+              With no argument, print the default. With one, record it (no server is needed); it decides
+              where sound goes when no override is set and no external device is connected.
+            """),
+        CommandSpec(
+            name: "input", arguments: "list | set <id> | clear", summary: "List inputs, or set or clear the preferred one.",
+            details: """
+              list   every input (monitor sources are not inputs); '*' marks the default, 'P' the preferred
+              set    make the source <id> the default input and remember it as preferred
+              clear  forget the preferred input (no server is needed)
+            """),
+        CommandSpec(
             name: "devices", arguments: "", summary: "List outputs and inputs: kind, availability, which is active.",
             details: """
               '*' marks the output sound comes out of and the default input. AVAILABLE is yes, no (a jack
@@ -93,6 +132,7 @@ enum Grammar {
 enum ArgumentParser {
     static func parse(_ args: [String]) throws(Failure) -> Invocation {
         var options = GlobalOptions()
+        var commandOptions: [String: String] = [:]
         var positionals: [String] = []
         var wantsHelp = false
         var wantsVersion = false
@@ -131,7 +171,7 @@ enum ArgumentParser {
             case "quiet": options.quiet = true
             case "help": wantsHelp = true
             case "version": wantsVersion = true
-            default: break
+            default: commandOptions[spec.name] = value ?? ""
             }
         }
 
@@ -143,11 +183,14 @@ enum ArgumentParser {
             throw Failure.usage("Unknown command '\(word)'.\(suggestion(word, Grammar.commands.map(\.name)))")
         }
         if wantsHelp { return Invocation(options: options, command: .help(spec.name == "help" ? nil : spec.name)) }
+        for name in commandOptions.keys.sorted() where !spec.options.contains(where: { $0.name == name }) {
+            throw Failure.usage("Option '--\(name)' does not apply to '\(spec.name)'.")
+        }
         let rest = Array(positionals.dropFirst())
-        return Invocation(options: options, command: try command(spec, rest))
+        return Invocation(options: options, command: try command(spec, rest, commandOptions))
     }
 
-    static func command(_ spec: CommandSpec, _ rest: [String]) throws(Failure) -> Command {
+    static func command(_ spec: CommandSpec, _ rest: [String], _ commandOptions: [String: String]) throws(Failure) -> Command {
         switch spec.name {
         case "query":
             try atMost(1, rest, spec)
@@ -156,6 +199,35 @@ enum ArgumentParser {
                 throw Failure.usage("The value '\(word)' is invalid for '<field>'.\(suggestion(word, QueryField.allCases.map(\.rawValue)))")
             }
             return .query(field)
+        case "set":
+            guard let word = rest.first else { throw Failure.usage("Missing value for '<target>'.") }
+            try atMost(1, rest, spec)
+            guard let target = RouteTarget(word: word) else {
+                throw Failure.usage("The value '\(word)' is invalid for '<target>'.\(suggestion(word, RouteTarget.words))")
+            }
+            return .set(RouteRequest(target: target, device: commandOptions["device"], force: commandOptions["force"] != nil))
+        case "clear":
+            try atMost(0, rest, spec)
+            return .clear
+        case "default":
+            try atMost(1, rest, spec)
+            guard let word = rest.first else { return .default(nil) }
+            guard let target = RouteTarget(word: word), target.isBuiltIn else {
+                throw Failure.usage("The value '\(word)' is invalid for 'default': expected speaker or earpiece.\(suggestion(word, ["speaker", "earpiece"]))")
+            }
+            return .default(target)
+        case "input":
+            guard let verb = rest.first else { throw Failure.usage("Missing value for 'input': expected list, set or clear.") }
+            switch verb {
+            case "list": try atMost(1, rest, spec); return .inputList
+            case "clear": try atMost(1, rest, spec); return .inputClear
+            case "set":
+                guard rest.count >= 2 else { throw Failure.usage("Missing value for '<id>'.") }
+                try atMost(2, rest, spec)
+                return .inputSet(rest[1])
+            default:
+                throw Failure.usage("The value '\(verb)' is invalid for 'input'.\(suggestion(verb, ["list", "set", "clear"]))")
+            }
         case "devices":
             try atMost(0, rest, spec)
             return .devices

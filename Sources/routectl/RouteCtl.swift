@@ -28,7 +28,24 @@ enum RouteCtl {
                 : Help.versionText)
         case let .query(field):
             let snapshot = try ServerAccess.snapshot(options)
-            return write(QueryCommand.render(Status(snapshot: snapshot), field: field, json: options.json))
+            let status = Status(snapshot: snapshot)
+            let preferences = try State.preferences(State.store(), current: options.snapshot == nil ? status : nil, quiet: options.quiet)
+            return write(QueryCommand.render(status, preferences: preferences, field: field, json: options.json))
+        case let .set(request):
+            try requireServer(options, "set")
+            return try RouteCommands.set(request, options)
+        case .clear:
+            try requireServer(options, "clear")
+            return try RouteCommands.clear(options)
+        case let .default(target):
+            return try RouteCommands.setDefault(target, options)
+        case .inputList:
+            return try RouteCommands.inputList(options)
+        case let .inputSet(id):
+            try requireServer(options, "input set")
+            return try RouteCommands.inputSet(id, options)
+        case .inputClear:
+            return try RouteCommands.inputClear(options)
         case .devices:
             let snapshot = try ServerAccess.snapshot(options)
             return write(DevicesCommand.render(Status(snapshot: snapshot), json: options.json))
@@ -36,6 +53,11 @@ enum RouteCtl {
             let snapshot = try ServerAccess.snapshot(options)
             return write(snapshot.json.text + "\n")
         }
+    }
+
+    /// Commands that change the server cannot run on a snapshot.
+    static func requireServer(_ options: GlobalOptions, _ command: String) throws(Failure) {
+        if options.snapshot != nil { throw Failure.usage("'\(command)' changes the server; --snapshot is for read-only commands.") }
     }
 
     static func write(_ text: String) -> ExitStatus {

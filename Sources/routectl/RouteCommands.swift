@@ -1,0 +1,249 @@
+import Pulse
+import Routing
+
+/// `set`, `clear`, `default` and `input`: the commands that change routing.
+enum RouteCommands {
+    /// How long a change may take to show on the server before routectl reports what it sees instead.
+    static let settleSeconds = 3.0
+
+    struct Result {
+        var status: Status
+        var plan: Plan
+    }
+
+    /// Plans `request` on the server and carries it out, switching a card profile first when the
+    /// target exists only under another one; returns the route read back.
+    static func route(_ connection: PulseConnection, _ request: RouteRequest, preferredInput: String?,
+                      timeout: Double) throws(Failure) -> Result {
+        do {
+            var snapshot = try connection.snapshot(timeout: timeout)
+            for _ in 0..<3 {
+                let plan: Plan
+                do {
+                    plan = try Planner.plan(snapshot, request, preferredInput: preferredInput)
+                } catch {
+                    throw Failure(status: .failed, message: error.description)
+                }
+                guard !plan.actions.isEmpty else { return Result(status: Status(snapshot: snapshot), plan: plan) }
+                snapshot = try connection.apply(plan.actions, timeout: max(timeout, settleSeconds)) { s in
+                    settled(s, plan)
+                }
+                if !plan.needsReplan { return Result(status: Status(snapshot: snapshot), plan: plan) }
+            }
+            throw Failure(status: .failed, message: "The card profile switch did not bring up the \(request.target.route.rawValue) output")
+        } catch let error as PulseError {
+            throw ServerAccess.failure(error)
+        } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(status: .failed, message: "\(error)")
+        }
+    }
+
+    /// The server shows the plan carried out: after a profile switch, the wanted port on a sink of
+    /// that card; otherwise the default sink with the wanted port.
+    static func settled(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
+        guard let output = plan.output else { return true }
+        if plan.needsReplan {
+            return snapshot.sinks.contains { sink in
+                snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { $0.name == output.port }
+            }
+        }
+        guard let sink = snapshot.defaultSink, sink.name == output.sink else { return false }
+        return output.port == nil || sink.activePort == output.port
+    }
+
+    // MARK: set
+
+    static func set(_ request: RouteRequest, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let store = State.store()
+        let lock: FileLock
+        let persistent: PersistentState
+        do {
+            // Held to the end: concurrent `set`s run one after another and the last one's override stands.
+            lock = try store.lockOverride()
+            persistent = try store.loadPersistent()
+            _ = try store.loadOverride()
+        } catch {
+            throw State.failure(error)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let connection = try ServerAccess.connect(options)
+        let result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout)
+        let record = OverrideRecord(target: request.target, device: request.device, setAt: State.now(),
+                                    externals: result.status.externalKeys)
+        do { try store.saveOverride(record) } catch { throw State.failure(error) }
+        let preferences = Preferences(defaultTarget: persistent.defaultTarget, override: request.target,
+                                      preferredInput: persistent.preferredInput)
+        return try report(result, preferences, options, command: "set")
+    }
+
+    // MARK: clear
+
+    static func clear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let store = State.store()
+        let lock: FileLock
+        let persistent: PersistentState
+        do {
+            lock = try store.lockOverride()
+            persistent = try store.loadPersistent()
+            _ = try store.loadOverride()
+        } catch {
+            throw State.failure(error)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let connection = try ServerAccess.connect(options)
+        let result = try route(connection, RouteRequest(target: persistent.defaultTarget),
+                               preferredInput: persistent.preferredInput, timeout: options.timeout)
+        do { try store.removeOverride() } catch { throw State.failure(error) }
+        let preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput)
+        return try report(result, preferences, options, command: "clear")
+    }
+
+    /// Prints the route read back and the notes the rules call for; picks the exit status.
+    static func report(_ result: Result, _ preferences: Preferences, _ options: GlobalOptions, command: String) throws(Failure) -> ExitStatus {
+        let status = result.status
+        let target = preferences.effectiveTarget
+        var applied = true
+        var reason: String?
+        var note: String?
+        var exit = ExitStatus.ok
+        switch result.plan.outcome {
+        case let .externalKeepsPriority(output):
+            applied = false
+            reason = "external-device-active"
+            note = "\(output.route.rawValue) output '\(output.sink ?? output.id)' keeps priority; the \(target.rawValue) target applies when it is disconnected (--force switches now)"
+        case let .fellBack(from):
+            reason = "no-\(from.route.rawValue)-output"
+            exit = .fellBack
+            note = status.route == .speaker
+                ? "no \(from.route.rawValue) output here; fell back to the speaker (the preference is recorded)"
+                : "no \(from.route.rawValue) output here and no speaker to fall back to (the preference is recorded)"
+        case .switchTo:
+            // Honest reporting: the read-back, not the acknowledgement, says whether it worked.
+            if let wanted = result.plan.output,
+               status.output?.sink != wanted.sink || (wanted.port != nil && status.output?.port != wanted.port) {
+                throw Failure(status: .failed, message: "The server did not switch to '\(wanted.id)'; the route is \(status.route.rawValue) ('\(status.output?.id ?? "none")')")
+            }
+        }
+        if let note, !options.quiet { Console.err("routectl: note: \(note)\n") }
+        if options.json {
+            let object = JSON.object([
+                ("route", .string(status.route.rawValue)),
+                ("target", .string(target.rawValue)),
+                ("override", preferences.override.map { .string($0.rawValue) } ?? .null),
+                ("default", .string(preferences.defaultTarget.rawValue)),
+                ("applied", .bool(applied)),
+                ("fell_back", .bool(exit == .fellBack)),
+                ("reason", reason.map(JSON.string) ?? .null),
+                ("output", status.output.map(DevicesCommand.object) ?? .null),
+            ])
+            Console.out(object.text + "\n")
+        } else {
+            Console.out(Console.table([
+                ["route", status.route.rawValue],
+                ["target", target.rawValue],
+                ["override", preferences.override?.rawValue ?? "none"],
+                ["output", status.output.map { $0.id } ?? "none"],
+            ]))
+        }
+        return exit
+    }
+
+    // MARK: default
+
+    static func setDefault(_ target: RouteTarget?, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let store = State.store()
+        do {
+            guard let target else {
+                let persistent = try store.loadPersistent()
+                let text = options.json ? JSON.object([("default", .string(persistent.defaultTarget.rawValue))]).text : persistent.defaultTarget.rawValue
+                return Console.out(text + "\n") ? .ok : .failed
+            }
+            let lock = try store.lockPersistent()
+            defer { withExtendedLifetime(lock) {} }
+            var persistent = try store.loadPersistent()
+            persistent.defaultTarget = target
+            try store.savePersistent(persistent)
+        } catch {
+            throw State.failure(error)
+        }
+        let text = options.json ? JSON.object([("default", .string(target!.rawValue))]).text : target!.rawValue
+        return Console.out(text + "\n") ? .ok : .failed
+    }
+
+    // MARK: input
+
+    static func inputList(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let snapshot = try ServerAccess.snapshot(options)
+        let preferences = try State.preferences(State.store(), current: nil, quiet: options.quiet)
+        let status = Status(snapshot: snapshot)
+        if options.json {
+            return RouteCtl.write(JSON.object([
+                ("preferred", preferences.preferredInput.map(JSON.string) ?? .null),
+                ("inputs", .array(status.inputs.map(DevicesCommand.object))),
+            ]).text + "\n")
+        }
+        let rows = status.inputs.map { i in
+            [(i.isDefault ? "*" : " ") + (i.source == preferences.preferredInput ? "P" : " "), i.kind.rawValue,
+             i.availability.isUsable ? "yes" : "no", i.source, i.description]
+        }
+        var out = rows.isEmpty ? "no inputs\n" : Console.table([["", "KIND", "AVAILABLE", "ID", "DESCRIPTION"]] + rows)
+        if let preferred = preferences.preferredInput, !status.inputs.contains(where: { $0.source == preferred }) {
+            out += "preferred input '\(preferred)' is not connected; it is used again when it returns\n"
+        }
+        return RouteCtl.write(out)
+    }
+
+    static func inputSet(_ id: String, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let store = State.store()
+        let lock: FileLock
+        var persistent: PersistentState
+        do {
+            lock = try store.lockPersistent()
+            persistent = try store.loadPersistent()
+        } catch {
+            throw State.failure(error)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let connection = try ServerAccess.connect(options)
+        let snapshot: Snapshot
+        do {
+            let before = try connection.snapshot(timeout: options.timeout)
+            let status = Status(snapshot: before)
+            guard let input = status.inputs.first(where: { $0.source == id }) else {
+                let names = status.inputs.map(\.source)
+                throw Failure(status: .failed, message: "No input named '\(id)'.\(ArgumentParser.suggestion(id, names)) See 'routectl input list'.")
+            }
+            snapshot = try connection.apply([.setDefaultSource(input.source)], timeout: max(options.timeout, settleSeconds)) {
+                $0.server.defaultSourceName == input.source
+            }
+        } catch let error as PulseError {
+            throw ServerAccess.failure(error)
+        } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(status: .failed, message: "\(error)")
+        }
+        guard snapshot.server.defaultSourceName == id else {
+            throw Failure(status: .failed, message: "The server did not make '\(id)' the default input; it is '\(snapshot.server.defaultSourceName ?? "none")'")
+        }
+        persistent.preferredInput = id
+        do { try store.savePersistent(persistent) } catch { throw State.failure(error) }
+        return RouteCtl.write(options.json ? JSON.object([("preferred", .string(id))]).text + "\n" : "preferred    \(id)\n")
+    }
+
+    static func inputClear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let store = State.store()
+        do {
+            let lock = try store.lockPersistent()
+            defer { withExtendedLifetime(lock) {} }
+            var persistent = try store.loadPersistent()
+            persistent.preferredInput = nil
+            try store.savePersistent(persistent)
+        } catch {
+            throw State.failure(error)
+        }
+        return RouteCtl.write(options.json ? #"{"preferred":null}"# + "\n" : "preferred    none\n")
+    }
+}

@@ -1,0 +1,148 @@
+import Routing
+import Testing
+
+@Suite struct PlannerTests {
+    let laptopSink = "alsa_output.pci-0000_00_1f.3.analog-stereo"
+
+    @Test func laptopJackPluggedHeadsetIsAPortOnTheSameSink() throws {
+        let s = try fixture("laptop").jack(laptopSink, "analog-output-headphones", .available)
+        let plan = try Planner.plan(s, RouteRequest(target: .headset))
+        #expect(plan.outcome == .switchTo)
+        #expect(plan.actions == [.setSinkPort(sink: laptopSink, port: "analog-output-headphones")])
+        #expect(plan.expectedRoute == .headset)
+    }
+
+    @Test func laptopJackEmptyHeadsetFallsBackToSpeaker() throws {
+        let s = try fixture("laptop").routed(to: "alsa_output.pci-0000_00_1f.3.hdmi-stereo")
+        let plan = try Planner.plan(s, RouteRequest(target: .headset))
+        #expect(plan.outcome == .fellBack(from: .headset))
+        #expect(plan.expectedRoute == .speaker)
+        #expect(plan.actions.first == .setDefaultSink(laptopSink))
+    }
+
+    @Test func speakerFromHDMIMovesTheDefaultSinkAndTheStreams() throws {
+        var s = try fixture("laptop").routed(to: "alsa_output.pci-0000_00_1f.3.hdmi-stereo")
+        s.sinkInputs[0].sink = 2
+        let plan = try Planner.plan(s, RouteRequest(target: .speaker))
+        #expect(plan.actions == [.setDefaultSink(laptopSink), .moveSinkInput(index: 12, sink: laptopSink)])
+    }
+
+    @Test func alreadyThereNeedsNothing() throws {
+        let plan = try Planner.plan(try fixture("laptop"), RouteRequest(target: .speaker))
+        #expect(plan.actions.isEmpty)
+        #expect(plan.outcome == .switchTo)
+    }
+
+    @Test func phoneEarpieceNeedsTheVoiceCallProfile() throws {
+        let plan = try Planner.plan(try fixture("phone-ucm"), RouteRequest(target: .earpiece))
+        #expect(plan.actions == [.setCardProfile(card: "alsa_card.platform-sound", profile: "Voice Call")])
+        #expect(plan.needsReplan)
+        #expect(plan.expectedRoute == .receiver)
+    }
+
+    @Test func phonePulseAudio17NamingIsChosenByPortsNotNames() throws {
+        var s = try fixture("phone-ucm-pa17")
+        var plan = try Planner.plan(s, RouteRequest(target: .earpiece))
+        #expect(plan.actions == [.setCardProfile(card: "alsa_card.platform-sound", profile: "HiFi (Earpiece, Mic1)")],
+                "the best-priority profile whose ports include the earpiece")
+        // Only a profile called neither "HiFi" nor "Voice Call" offers it: still found.
+        s.cards[0].ports = s.cards[0].ports.map { p in
+            var p = p
+            if p.name == "[Out] Earpiece" { p.profiles = ["Voice Call (Earpiece, Headset)"] }
+            return p
+        }
+        plan = try Planner.plan(s, RouteRequest(target: .earpiece))
+        #expect(plan.actions == [.setCardProfile(card: "alsa_card.platform-sound", profile: "Voice Call (Earpiece, Headset)")])
+    }
+
+    @Test func afterTheProfileSwitchThePortIsSetOnTheNewSink() throws {
+        var s = try fixture("phone-ucm")
+        s.cards[0].activeProfile = "Voice Call"
+        s.sinks[0].name = "alsa_output.platform-sound.VoiceCall__hw_PinePhone_0__sink"
+        s.server.defaultSinkName = s.sinks[0].name
+        s.sinks[0].ports = [Port(name: "[Out] Earpiece", description: "Earpiece", type: .earpiece),
+                            Port(name: "[Out] Headphones", description: "Headphones", type: .headphones, availability: .unavailable)]
+        s.sinks[0].activePort = "[Out] Headphones"
+        let plan = try Planner.plan(s, RouteRequest(target: .earpiece))
+        #expect(plan.actions == [.setSinkPort(sink: s.sinks[0].name, port: "[Out] Earpiece")])
+        #expect(!plan.needsReplan)
+    }
+
+    @Test func builtInTargetDoesNotFightAnExternalDevice() throws {
+        let s = try fixture("bluetooth-pulseaudio")
+        let plan = try Planner.plan(s, RouteRequest(target: .speaker))
+        guard case let .externalKeepsPriority(output) = plan.outcome else { Issue.record("\(plan.outcome)"); return }
+        #expect(output.sink == "bluez_sink.00_1B_66_A1_B2_C3.a2dp_sink")
+        #expect(plan.actions.isEmpty)
+    }
+
+    @Test func forceSwitchesAnyway() throws {
+        var s = try fixture("laptop")
+        s.server.defaultSinkName = nil
+        let bt = try fixture("bluetooth-pulseaudio")
+        s.sinks += bt.sinks
+        s.cards += bt.cards
+        s.server.defaultSinkName = bt.sinks[0].name
+        let plan = try Planner.plan(s, RouteRequest(target: .speaker, force: true))
+        #expect(plan.outcome == .switchTo)
+        #expect(plan.actions.contains(.setDefaultSink(laptopSink)))
+        #expect(plan.expectedRoute == .speaker)
+    }
+
+    @Test func bluetoothInA2DPAndHFP() throws {
+        for name in ["bluetooth-pulseaudio", "bluetooth-pipewire"] {
+            var s = try fixture(name)
+            s.server.defaultSinkName = nil
+            let plan = try Planner.plan(s, RouteRequest(target: .bluetooth))
+            // The JBL speaker was connected last (highest index): most recent wins.
+            #expect(plan.actions.first == .setDefaultSink(s.sinks[2].name), "\(name)")
+            let hfp = try Planner.plan(s, RouteRequest(target: .bluetooth, device: s.sinks[1].name))
+            #expect(hfp.actions.first == .setDefaultSink(s.sinks[1].name), "\(name): --device picks the HFP headset")
+        }
+    }
+
+    @Test func bluetoothHeadsetBringsItsMicrophone() throws {
+        var s = try fixture("bluetooth-pulseaudio")
+        s.server.defaultSinkName = nil
+        let plan = try Planner.plan(s, RouteRequest(target: .bluetooth, device: "bluez_sink.F4_4E_FD_11_22_33.handsfree_head_unit"))
+        #expect(plan.actions.contains(.setDefaultSource("bluez_source.F4_4E_FD_11_22_33.handsfree_head_unit")))
+        let preferred = try Planner.plan(s, RouteRequest(target: .bluetooth, device: "bluez_sink.F4_4E_FD_11_22_33.handsfree_head_unit"),
+                                         preferredInput: "bluez_source.F4_4E_FD_11_22_33.handsfree_head_unit")
+        #expect(preferred.actions.contains(.setDefaultSource("bluez_source.F4_4E_FD_11_22_33.handsfree_head_unit")))
+    }
+
+    @Test func twoExternalsConnectedAtDifferentTimesTheLaterWins() throws {
+        let usb = try fixture("usb-and-others")
+        var s = usb.routed(to: "alsa_output.pci-0000_01_00.1.hdmi-stereo")
+        var plan = try Planner.plan(s, RouteRequest(target: .headset))
+        #expect(plan.actions.first == .setDefaultSink("alsa_output.usb-Plantronics_Blackwire_3220-00.analog-stereo"),
+                "index 16 appeared after index 10")
+        s.sinks.removeAll { $0.index == 16 }
+        plan = try Planner.plan(s, RouteRequest(target: .headset))
+        #expect(plan.actions.first == .setDefaultSink("alsa_output.usb-Logitech_G930_Headset-00.analog-stereo"))
+    }
+
+    @Test func noReceiverAtAllDegradesToTheSpeaker() throws {
+        let s = try fixture("laptop")
+        let plan = try Planner.plan(s, RouteRequest(target: .earpiece))
+        #expect(plan.outcome == .fellBack(from: .earpiece))
+        #expect(plan.expectedRoute == .speaker)
+        #expect(plan.actions.isEmpty, "already on the speaker")
+    }
+
+    @Test func unknownDeviceIsAnError() throws {
+        #expect(throws: PlanningError.noSuchDevice("nope", .bluetooth)) {
+            try Planner.plan(try fixture("bluetooth-pipewire"), RouteRequest(target: .bluetooth, device: "nope"))
+        }
+    }
+
+    @Test func overrideGoesStaleWhenExternalsChange() throws {
+        let s = try fixture("bluetooth-pipewire")
+        let keys = Status(snapshot: s).externalKeys
+        #expect(keys == ["bluez_card.00_1B_66_A1_B2_C3", "bluez_card.30_21_4C_55_66_77", "bluez_card.F4_4E_FD_11_22_33"])
+        let record = OverrideRecord(target: .speaker, setAt: 0, externals: keys)
+        #expect(record.staleness(currentExternals: keys) == nil)
+        #expect(record.staleness(currentExternals: Array(keys.dropLast())) == "'bluez_card.F4_4E_FD_11_22_33' was disconnected")
+        #expect(record.staleness(currentExternals: keys + ["usb"]) == "'usb' was connected")
+    }
+}
