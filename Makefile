@@ -41,14 +41,15 @@ build: deps $(if $(wildcard $(STDCXX_A)),$(SHIM_DIR)/libstdc++.so)
 unit: deps
 	$(SWIFT) test
 
+E2E := for server in pulseaudio pipewire; do \
+		tests/e2e.sh $$server $(BIN) && tests/e2e-control.sh $$server $(BIN) || exit 1; done
+
 e2e: build
-	tests/e2e.sh pulseaudio $(BIN)
-	tests/e2e.sh pipewire $(BIN)
+	@$(E2E)
 
 test: build
 	$(SWIFT) test
-	tests/e2e.sh pulseaudio $(BIN)
-	tests/e2e.sh pipewire $(BIN)
+	@$(E2E)
 
 demo: build
 	scripts/demo.sh $(BIN)

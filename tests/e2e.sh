@@ -112,7 +112,14 @@ for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
 	"--timeout abc|The value 'abc' is invalid for '--timeout': expected seconds, a number above 0." \
 	"query --timeout|Missing value for '--timeout'." \
 	"--json=1|Option '--json' takes no value." \
-	"devices extra|Unexpected argument 'extra' for 'devices'."; do
+	"devices extra|Unexpected argument 'extra' for 'devices'." \
+	"set loud|The value 'loud' is invalid for '<target>'." \
+	"set spekaer|The value 'spekaer' is invalid for '<target>'. Did you mean 'speaker'?" \
+	"set|Missing value for '<target>'." \
+	"default bluetooth|The value 'bluetooth' is invalid for 'default': expected speaker or earpiece." \
+	"query --force|Option '--force' does not apply to 'query'." \
+	"input lst|The value 'lst' is invalid for 'input'. Did you mean 'list'?" \
+	"--snapshot x set speaker|'set' changes the server; --snapshot is for read-only commands."; do
 	args=${case%%|*} message=${case#*|}
 	# shellcheck disable=SC2086
 	run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" $args

@@ -14,7 +14,9 @@ enum Help {
         OVERVIEW: Manage where sound comes out: speaker, receiver, bluetooth, headset.
 
         routectl classifies the default output of a PulseAudio or PipeWire (pipewire-pulse) server
-        into five routes and reports it for people and scripts.
+        into five routes, reports it for people and scripts, and moves sound to a target: a
+        persistent default (speaker or earpiece) under a temporary override, where external devices
+        keep priority while they are connected.
 
         USAGE: routectl [<options>] [<command>] [<arguments>]
 
@@ -28,8 +30,12 @@ enum Help {
         out += """
 
         EXIT STATUS:
-          0  done        1  the server refused or an operation failed   2  usage error
+          0  done (also: recorded, and an external device keeps priority)
+          1  the server refused or an operation failed
+          2  usage: an unknown command, option or value
+          3  recorded, but no output of that kind exists here; the route fell back
           4  no sound server could be reached within the timeout
+          5  a state file cannot be read or written (the message names it)
 
         See 'routectl help <command>' for details.
 

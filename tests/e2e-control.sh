@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# End-to-end tests of route control (set, clear, default, input, state files) on a private server.
+#   tests/e2e-control.sh pulseaudio|pipewire [ROUTECTL]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+server=${1:?usage: e2e-control.sh pulseaudio|pipewire [routectl]}
+routectl=${2:-$root/.build/release/routectl}
+. "$here/lib.sh"
+
+[ -x "$routectl" ] || { echo "e2e: no routectl at $routectl (run make build)" >&2; exit 1; }
+dir=$(mktemp -d "/tmp/routectl-control-$server.XXXXXX")
+player=
+cleanup() { [ -n "$player" ] && kill "$player" 2>/dev/null; "$root/scripts/server.sh" stop "$dir"; rm -rf "$dir"; }
+trap cleanup EXIT
+eval "$("$root/scripts/server.sh" start "$server" "$dir")"
+rc() { "$routectl" "$@"; }
+plug() { "$root/scripts/server.sh" plug "$dir" "$1" "$2"; wait_for "sink $2" sh -c "pactl list short sinks | grep -q '$2'"; }
+unplug() { "$root/scripts/server.sh" unplug "$dir" "$1"; wait_for "no sink $1" sh -c "! pactl list short sinks | grep -q '$1'"; }
+default_sink() { pactl get-default-sink; }
+state="$XDG_STATE_HOME/routectl/state.json"
+override="$XDG_RUNTIME_DIR/routectl/override.json"
+
+echo "== $server: $(pactl info | sed -n 's/^Server Name: //p')"
+plug speaker sim-speaker
+plug earpiece sim-earpiece
+pactl set-default-sink sim-speaker
+wait_for "default sim-speaker" sh -c '[ "$(pactl get-default-sink)" = sim-speaker ]'
+
+echo "-- set each target; the server's default sink follows"
+run_rc rc set earpiece
+expect_eq "set earpiece: exit 0" 0 "$rc"
+expect_eq "set earpiece: pactl default" sim-earpiece "$(default_sink)"
+expect_eq "set earpiece: route read back" "route     receiver" "$(printf '%s\n' "$out" | head -1)"
+expect_eq "set earpiece: override recorded" earpiece "$(json_get override <"$override")"
+run_rc rc set receiver --json
+expect_eq "receiver is earpiece" earpiece "$(printf '%s' "$out" | json_get target)"
+plug headset sim-headset
+run_rc rc set headset
+expect_eq "set headset: pactl default" sim-headset "$(default_sink)"
+expect_eq "set headset: exit 0" 0 "$rc"
+
+echo "-- a playing stream moves with the route"
+paplay --raw --device=sim-headset </dev/zero &
+player=$!
+wait_for "a stream" sh -c 'pactl list short sink-inputs | grep -q .'
+rc set speaker --force >/dev/null
+speaker_index=$(pactl list short sinks | awk '$2 == "sim-speaker" {print $1}')
+wait_for "stream on sim-speaker" sh -c "pactl list short sink-inputs | awk '{print \$2}' | grep -qx '$speaker_index'"
+expect_eq "paplay's stream is on sim-speaker" "$speaker_index" "$(pactl list short sink-inputs | awk '{print $2}' | head -1)"
+kill "$player"; wait "$player" 2>/dev/null || true; player=
+
+echo "-- set does not fight an external device; --force does"
+plug bluetooth sim-bluetooth
+run_rc rc set bluetooth
+expect_eq "set bluetooth: pactl default" sim-bluetooth "$(default_sink)"
+run_rc rc set speaker --json
+expect_eq "set speaker on bluetooth: exit 0" 0 "$rc"
+expect_eq "set speaker on bluetooth: route stays" sim-bluetooth "$(default_sink)"
+expect_eq "set speaker on bluetooth: applied false" false "$(printf '%s' "$out" | json_get applied)"
+expect_eq "set speaker on bluetooth: reason" external-device-active "$(printf '%s' "$out" | json_get reason)"
+expect_match "set speaker on bluetooth: the note names the device" "^routectl: note: bluetooth output 'sim-bluetooth' keeps priority" "$err"
+expect_eq "set speaker on bluetooth: override recorded" speaker "$(json_get override <"$override")"
+run_rc rc -q set speaker
+expect_eq "-q silences the note" "" "$err"
+run_rc rc set speaker --force
+expect_eq "--force: exit 0" 0 "$rc"
+expect_eq "--force: pactl default" sim-speaker "$(default_sink)"
+
+echo "-- clear returns to the default"
+rc default earpiece >/dev/null
+rc set headset >/dev/null
+run_rc rc clear --json
+expect_eq "clear on a headset: the headset keeps priority" sim-headset "$(default_sink)"
+expect_eq "clear on a headset: applied false" false "$(printf '%s' "$out" | json_get applied)"
+rc set speaker --force >/dev/null
+run_rc rc clear
+expect_eq "clear: exit 0" 0 "$rc"
+expect_eq "clear: pactl default is the default target" sim-earpiece "$(default_sink)"
+expect_eq "clear: no override file" no "$([ -e "$override" ] && echo yes || echo no)"
+expect_eq "clear: query override" none "$(rc query override)"
+expect_eq "clear: query target" earpiece "$(rc query target)"
+rc default speaker >/dev/null
+
+echo "-- plugging or unplugging an external device clears the override, with no watcher"
+rc set speaker --force >/dev/null
+expect_eq "override set" speaker "$(rc query override)"
+plug headset sim-headset2
+run_rc rc query override
+expect_eq "after plug: override gone" none "$out"
+expect_eq "after plug: said once" "routectl: note: override 'speaker' cleared: 'sim-headset2' was connected" "$err"
+run_rc rc query override
+expect_eq "after plug: not said twice" "" "$err"
+rc set earpiece >/dev/null
+unplug sim-headset2
+run_rc rc query override
+expect_eq "after unplug: override gone" none "$out"
+expect_match "after unplug: says why" "'sim-headset2' was disconnected" "$err"
+
+echo "-- earpiece where there is none: recorded, falls back to the speaker, exit 3"
+pactl set-default-sink sim-speaker
+unplug sim-earpiece
+run_rc rc set earpiece --json
+expect_eq "no receiver: exit 3" 3 "$rc"
+expect_eq "no receiver: route speaker" speaker "$(printf '%s' "$out" | json_get route)"
+expect_eq "no receiver: fell_back" true "$(printf '%s' "$out" | json_get fell_back)"
+expect_eq "no receiver: recorded" earpiece "$(json_get override <"$override")"
+expect_eq "no receiver: pactl default" sim-speaker "$(default_sink)"
+run_rc rc default earpiece
+plug earpiece sim-earpiece
+
+echo "-- a target the server cannot reach: exit 1, state unchanged"
+cp "$override" "$dir/override.before"
+run_rc rc set headset --device no-such-thing
+expect_eq "unknown device: exit 1" 1 "$rc"
+expect_eq "unknown device: the line" "routectl: no headset output named 'no-such-thing' (see 'routectl devices')" "$err"
+expect_eq "unknown device: override unchanged" same "$(cmp -s "$override" "$dir/override.before" && echo same || echo changed)"
+
+echo "-- no server: exit 4, nothing recorded"
+run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 set headset
+expect_eq "set without server: exit 4" 4 "$rc"
+expect_eq "set without server: override unchanged" same "$(cmp -s "$override" "$dir/override.before" && echo same || echo changed)"
+run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 clear
+expect_eq "clear without server: exit 4" 4 "$rc"
+expect_eq "clear without server: override kept" yes "$([ -e "$override" ] && echo yes || echo no)"
+run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 input set x
+expect_eq "input set without server: exit 4" 4 "$rc"
+run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" default speaker
+expect_eq "default needs no server" 0 "$rc"
+expect_eq "default recorded" speaker "$(json_get default <"$state")"
+
+echo "-- inputs: the preferred input is set on the server and remembered"
+pactl load-module module-remap-source master=sim-speaker.monitor source_name=sim-mic source_properties=device.description=sim-mic >/dev/null
+wait_for "source sim-mic" sh -c 'pactl list short sources | grep -q sim-mic'
+run_rc rc input list
+expect_match "input list shows sim-mic" ' sim-mic +sim-mic$' "$out"
+expect_eq "input list hides monitors" 0 "$(printf '%s\n' "$out" | grep -c '\.monitor' || true)"
+run_rc rc input set sim-mic
+expect_eq "input set: exit 0" 0 "$rc"
+expect_eq "input set: pactl default source" sim-mic "$(pactl get-default-source)"
+expect_eq "input set: remembered" sim-mic "$(json_get preferred_input <"$state")"
+run_rc rc input set sim-mik
+expect_eq "input set unknown: exit 1" 1 "$rc"
+expect_eq "input set unknown: the line" "routectl: No input named 'sim-mik'. Did you mean 'sim-mic'? See 'routectl input list'." "$err"
+run_rc rc input clear
+expect_eq "input clear: forgotten" null "$(json_get preferred_input <"$state")"
+
+echo "-- 50 concurrent set/default invocations leave valid state files"
+pids=()
+for i in $(seq 1 50); do
+	case $((i % 4)) in
+	0) rc set speaker --force ;; 1) rc default earpiece ;; 2) rc set earpiece ;; 3) rc default speaker ;;
+	esac >/dev/null 2>&1 &
+	pids+=($!)
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || case $? in 3) ;; *) bad=$((bad + 1)) ;; esac; done
+expect_eq "concurrent: every invocation succeeded" 0 "$bad"
+expect_match "concurrent: state.json valid" '^(speaker|earpiece)$' "$(json_get default <"$state")"
+expect_match "concurrent: override.json valid" '^(speaker|earpiece)$' "$(json_get override <"$override")"
+expect_eq "concurrent: no temporary files left" "" "$(ls -A "$XDG_STATE_HOME/routectl" "$XDG_RUNTIME_DIR/routectl" | grep '^\.' || true)"
+
+echo "-- a corrupt state file: exit 5, named, left byte for byte"
+printf '{"default": "speak' >"$state"
+cp "$state" "$dir/state.corrupt"
+for args in "default earpiece" "set speaker" "query" "default"; do
+	# shellcheck disable=SC2086
+	run_rc rc $args
+	expect_eq "corrupt state, '$args': exit 5" 5 "$rc"
+	expect_match "corrupt state, '$args': names the path" "^routectl: $state: " "$err"
+	expect_eq "corrupt state, '$args': file unchanged" same "$(cmp -s "$state" "$dir/state.corrupt" && echo same || echo changed)"
+done
+rm "$state"
+printf 'garbage' >"$override"
+run_rc rc set speaker
+expect_eq "corrupt override: exit 5" 5 "$rc"
+expect_eq "corrupt override: unchanged" garbage "$(cat "$override")"
+rm "$override"
+
+echo "-- directories are private; a runtime dir of another user is refused"
+expect_eq "state dir is 0700" 700 "$(stat -c %a "$XDG_STATE_HOME/routectl")"
+expect_eq "runtime dir is 0700" 700 "$(stat -c %a "$XDG_RUNTIME_DIR/routectl")"
+mkdir -p "$dir/other-run" && chown 65534 "$dir/other-run"
+run_rc env XDG_RUNTIME_DIR="$dir/other-run" "$routectl" set speaker
+expect_eq "foreign runtime dir: exit 5" 5 "$rc"
+expect_match "foreign runtime dir: says whose" "^routectl: $dir/other-run: the runtime directory belongs to uid 65534" "$err"
+expect_eq "foreign runtime dir: nothing written" "" "$(ls -A "$dir/other-run")"
+
+summary
