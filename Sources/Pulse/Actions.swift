@@ -56,6 +56,9 @@ extension PulseConnection {
             case let .moveSinkInput(index, sink):
                 operation = "Failed to move sink input \(index) to '\(sink)'"
                 op = pa_context_move_sink_input_by_name(ctx, index, sink, ackCallback, ud)
+            case let .setSinkMute(sink, mute):
+                operation = "Failed to \(mute ? "mute" : "unmute") sink '\(sink)'"
+                op = pa_context_set_sink_mute_by_name(ctx, sink, mute ? 1 : 0, ackCallback, ud)
             case let .setDefaultSource(source):
                 operation = "Failed to set default source '\(source)'"
                 op = pa_context_set_default_source(ctx, source, ackCallback, ud)

@@ -5,6 +5,7 @@ public enum Action: Equatable, Sendable {
     case setDefaultSink(String)
     case moveSinkInput(index: UInt32, sink: String)
     case setDefaultSource(String)
+    case setSinkMute(sink: String, mute: Bool)
 }
 
 /// What `set`, `clear` and the policy ask for: a target, optionally one named device, optionally forced.

@@ -16,6 +16,14 @@ public struct Output: Equatable, Sendable {
     /// True for the default sink's active port (or the port-less default sink itself).
     public var isActive: Bool
 
+    /// The device behind the output, stable across card profile switches: a Bluetooth device is its
+    /// card (A2DP and HFP are two sinks of one device); other outputs are their card's (or sink's) port.
+    public var deviceKey: String {
+        let owner = cardName ?? sink ?? id
+        if route == .bluetooth { return owner }
+        return port.map { "\(owner):\($0)" } ?? owner
+    }
+
     /// Usable: not a jack known to be unplugged, and present now or reachable by an available profile.
     public var isAvailable: Bool { availability.isUsable }
 
@@ -66,10 +74,7 @@ public struct Status: Equatable, Sendable {
     /// The external outputs present now, by a name that survives profile switches (card, else sink, and port).
     public var externalKeys: [String] {
         outputs.filter { $0.route.isExternal && $0.isAvailable && $0.sink != nil }
-            .map { o in
-                // A Bluetooth device is its card: A2DP and HFP are two sinks and ports of one device.
-                o.route == .bluetooth ? (o.cardName ?? o.sink ?? "") : (o.cardName ?? o.sink ?? "") + (o.port.map { ":\($0)" } ?? "")
-            }
+            .map(\.deviceKey)
             .reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
             .sorted()
     }

@@ -1,0 +1,115 @@
+/// Why the route changed (DESIGN.md §1), computed in one place: `Events.diff`.
+public enum RouteChangeReason: String, Sendable, CaseIterable {
+    case initial
+    case newDeviceAvailable = "new-device-available"
+    case oldDeviceUnavailable = "old-device-unavailable"
+    case override
+    case categoryChange = "category-change"
+    case routeConfigurationChange = "route-configuration-change"
+    case noSuitableRoute = "no-suitable-route"
+    case wakeFromSleep = "wake-from-sleep"
+    case unknown
+}
+
+/// One line of `routectl watch`.
+public enum Event: Equatable, Sendable {
+    case route(route: Route, previous: Route?, reason: RouteChangeReason, output: Output?)
+    case deviceAdded(Output)
+    case deviceRemoved(Output)
+    case overrideCleared(override: RouteTarget, cause: String)
+    case interrupted(reason: String)
+    case recovered(route: Route, output: Output?)
+    case engaged(Bool)
+    case otherAudio(playing: Bool)
+    case input(source: String?, previous: String?)
+
+    public var type: String {
+        switch self {
+        case .route: return "route"
+        case .deviceAdded: return "device-added"
+        case .deviceRemoved: return "device-removed"
+        case .overrideCleared: return "override-cleared"
+        case .interrupted: return "interrupted"
+        case .recovered: return "recovered"
+        case .engaged: return "engaged"
+        case .otherAudio: return "other-audio"
+        case .input: return "input"
+        }
+    }
+}
+
+/// What changed between two snapshots, which the policy and the events both read.
+public struct Change: Sendable {
+    public var previous: Status
+    public var current: Status
+    /// Outputs that became usable (a sink appeared, a jack was plugged), and the reverse.
+    public var added: [Output]
+    public var removed: [Output]
+    /// Cards whose active profile changed.
+    public var profileChanged: Set<String>
+
+    public init(previous: Snapshot, current: Snapshot) {
+        self.previous = Status(snapshot: previous)
+        self.current = Status(snapshot: current)
+        let before = Change.present(self.previous), after = Change.present(self.current)
+        added = Change.unique(self.current.outputs.filter { after.contains($0.deviceKey) && !before.contains($0.deviceKey) })
+        removed = Change.unique(self.previous.outputs.filter { before.contains($0.deviceKey) && !after.contains($0.deviceKey) })
+        var changed: Set<String> = []
+        for card in current.cards {
+            if let old = previous.cards.first(where: { $0.name == card.name }), old.activeProfile != card.activeProfile {
+                changed.insert(card.name)
+            }
+        }
+        profileChanged = changed
+    }
+
+    /// The devices with an output present on a sink now and not known to be unplugged.
+    static func present(_ status: Status) -> Set<String> {
+        Set(status.outputs.filter { $0.sink != nil && $0.isAvailable }.map(\.deviceKey))
+    }
+
+    /// One output per device (a Bluetooth card with two sinks is one device).
+    static func unique(_ outputs: [Output]) -> [Output] {
+        var seen: Set<String> = []
+        return outputs.filter { $0.sink != nil && $0.isAvailable && seen.insert($0.deviceKey).inserted }
+    }
+
+    public var routeChanged: Bool {
+        previous.route != current.route || previous.output?.id != current.output?.id
+    }
+}
+
+public enum Events {
+    /// The events of one change. `ownTarget` is the output routectl itself just switched to, if any,
+    /// with the reason it did so (`override` for `set`, or the device change the policy answered).
+    public static func diff(_ change: Change, own: (outputID: String, reason: RouteChangeReason)? = nil) -> [Event] {
+        var events: [Event] = change.added.map(Event.deviceAdded) + change.removed.map(Event.deviceRemoved)
+        if change.routeChanged {
+            events.append(.route(route: change.current.route, previous: change.previous.route,
+                                 reason: reason(change, own: own), output: change.current.output))
+        }
+        if change.previous.engaged != change.current.engaged { events.append(.engaged(change.current.engaged)) }
+        if change.previous.otherAudioPlaying != change.current.otherAudioPlaying {
+            events.append(.otherAudio(playing: change.current.otherAudioPlaying))
+        }
+        let before = change.previous.server.defaultSourceName, after = change.current.server.defaultSourceName
+        if before != after { events.append(.input(source: after, previous: before)) }
+        return events
+    }
+
+    static func reason(_ change: Change, own: (outputID: String, reason: RouteChangeReason)?) -> RouteChangeReason {
+        let current = change.current.output, previous = change.previous.output
+        if let own, current?.id == own.outputID { return own.reason }
+        guard let current else { return .noSuitableRoute }
+        if change.added.contains(where: { $0.deviceKey == current.deviceKey }) { return .newDeviceAvailable }
+        if let previous, change.removed.contains(where: { $0.deviceKey == previous.deviceKey }) { return .oldDeviceUnavailable }
+        if let card = current.cardName, change.profileChanged.contains(card) { return .categoryChange }
+        if let card = previous?.cardName, change.profileChanged.contains(card) { return .categoryChange }
+        if change.previous.server.defaultSinkName != change.current.server.defaultSinkName
+            || previous?.sink == current.sink {
+            // The default sink or the active port changed with no device coming or going: another client.
+            return .routeConfigurationChange
+        }
+        return .unknown
+    }
+}

@@ -1,0 +1,83 @@
+/// What `watch --apply` remembers between changes: the external outputs in the order they were
+/// connected, oldest first, so that the most recent one wins (rule 1) and the fallback goes to the
+/// next most recent (rule 3).
+public struct PolicyState: Equatable, Sendable {
+    public var connected: [String]
+
+    /// Externals already present at start are ordered as the server numbered them.
+    public init(status: Status) {
+        connected = status.outputs
+            .filter { $0.route.isExternal && $0.sink != nil && $0.isAvailable }
+            .sorted { ($0.sinkIndex ?? 0, $0.priority) < ($1.sinkIndex ?? 0, $1.priority) }
+            .map(\.deviceKey)
+            .reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+    }
+}
+
+/// What the policy wants done about one change.
+public struct Decision: Equatable, Sendable {
+    /// Route there, giving this reason for the route change that follows.
+    public var request: RouteRequest?
+    public var reason: RouteChangeReason?
+    /// Clear the temporary override, for this cause.
+    public var clearOverride: String?
+    /// Mute the output the route falls back to (`--mute-on-fallback`, when leaving an external device).
+    public var muteFallback = false
+    /// Make the preferred input the default source again: it came back.
+    public var restoreInput: String?
+
+    public init() {}
+
+    public var isEmpty: Bool { request == nil && clearOverride == nil && restoreInput == nil }
+}
+
+/// The rules of DESIGN.md §1 as `watch --apply` keeps them. Pure: it decides, Pulse acts.
+///
+/// Only device changes lead to actions. A default-sink or port change that another client made (no
+/// device came or went) is reported and respected, and the preferences are left as they are (rule 5).
+public enum Policy {
+    public static func decide(_ change: Change, state: inout PolicyState, preferences: Preferences,
+                              muteOnFallback: Bool) -> Decision {
+        var decision = Decision()
+        let added = change.added.filter(\.route.isExternal)
+        let removed = change.removed.filter(\.route.isExternal)
+        state.connected.removeAll { key in removed.contains { $0.deviceKey == key } }
+        for output in added.sorted(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) where !state.connected.contains(output.deviceKey) {
+            state.connected.append(output.deviceKey)
+        }
+
+        if let newest = added.last {
+            // Rule 1: a newly connected external device becomes the route, and the override goes.
+            decision.request = RouteRequest(target: newest.route == .bluetooth ? .bluetooth : .headset, device: newest.id)
+            decision.reason = .newDeviceAvailable
+            if preferences.override != nil { decision.clearOverride = "'\(newest.deviceKey)' was connected" }
+        } else if !removed.isEmpty {
+            if preferences.override != nil { decision.clearOverride = "'\(removed[0].deviceKey)' was disconnected" }
+            let wasRoute = change.previous.output.map { old in removed.contains { $0.deviceKey == old.deviceKey } } ?? false
+            if wasRoute {
+                // Rule 3: fall back to the next most recent external device, else to the default.
+                if let next = state.connected.last,
+                   let output = change.current.outputs.first(where: { $0.deviceKey == next && $0.sink != nil && $0.isAvailable }) {
+                    decision.request = RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
+                } else {
+                    decision.request = RouteRequest(target: preferences.defaultTarget, force: true)
+                    decision.muteFallback = muteOnFallback
+                }
+                decision.reason = .oldDeviceUnavailable
+            }
+        } else if change.current.output == nil, change.previous.output != nil,
+                  change.current.outputs.contains(where: { $0.sink != nil && $0.isAvailable }) {
+            // The route's sink vanished (not an external device) and nothing took its place.
+            decision.request = RouteRequest(target: preferences.effectiveTarget, force: true)
+            decision.reason = .noSuitableRoute
+        }
+
+        if let preferred = preferences.preferredInput,
+           change.current.inputs.contains(where: { $0.source == preferred }),
+           !change.previous.inputs.contains(where: { $0.source == preferred }),
+           change.current.server.defaultSourceName != preferred {
+            decision.restoreInput = preferred
+        }
+        return decision
+    }
+}

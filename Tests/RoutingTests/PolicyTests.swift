@@ -1,0 +1,176 @@
+import Routing
+import Testing
+
+/// A server of null sinks with the properties of DESIGN.md §6, as the end-to-end tests make them.
+func simulated(_ sinks: [(String, String)], default defaultSink: String?) -> Snapshot {
+    let props: [String: [String: String]] = [
+        "speaker": ["device.form_factor": "speaker", "device.bus": "pci"],
+        "earpiece": ["device.form_factor": "handset", "device.bus": "platform"],
+        "headset": ["device.form_factor": "headphone", "device.bus": "usb"],
+        "bluetooth": ["device.form_factor": "headset", "device.bus": "bluetooth", "device.api": "bluez5"],
+        "hdmi": ["device.form_factor": "tv", "device.bus": "pci"],
+    ]
+    return Snapshot(
+        server: ServerInfo(name: "pulseaudio", version: "16.1", defaultSinkName: defaultSink),
+        sinks: sinks.enumerated().map { i, s in
+            Sink(index: UInt32(i), name: s.0, description: s.0, driver: "module-null-sink.c",
+                 properties: props[s.1]!.merging(["device.class": "abstract"]) { a, _ in a })
+        })
+}
+
+/// Runs snapshots through the policy as `watch --apply` does, applying each decision's route.
+struct PolicyRun {
+    var snapshot: Snapshot
+    var state: PolicyState
+    var preferences: Preferences
+
+    init(_ snapshot: Snapshot, preferences: Preferences = Preferences()) {
+        self.snapshot = snapshot
+        self.state = PolicyState(status: Status(snapshot: snapshot))
+        self.preferences = preferences
+    }
+
+    /// Feeds the next server state; returns the decision and the default sink routectl would then set.
+    mutating func next(_ s: Snapshot) throws -> (Decision, String?) {
+        let decision = Policy.decide(Change(previous: snapshot, current: s), state: &state, preferences: preferences,
+                                     muteOnFallback: false)
+        snapshot = s
+        if decision.clearOverride != nil { preferences.override = nil }
+        guard let request = decision.request else { return (decision, nil) }
+        let plan = try Planner.plan(s, request)
+        for case let .setDefaultSink(name) in plan.actions { snapshot.server.defaultSinkName = name }
+        return (decision, snapshot.server.defaultSinkName)
+    }
+}
+
+@Suite struct PolicyTests {
+    let spk = ("spk", "speaker")
+    let bt = ("bt", "bluetooth")
+    let hs = ("hs", "headset")
+
+    @Test func plugBluetoothThenHeadsetUnplugHeadsetThenBluetooth() throws {
+        var run = PolicyRun(simulated([spk], default: "spk"), preferences: Preferences(override: .speaker))
+        var (d, sink) = try run.next(simulated([spk, bt], default: "spk"))
+        #expect(sink == "bt")
+        #expect(d.reason == .newDeviceAvailable)
+        #expect(d.clearOverride == "'bt' was connected")
+        (d, sink) = try run.next(simulated([spk, bt, hs], default: "bt"))
+        #expect(sink == "hs", "the most recently connected wins")
+        (d, sink) = try run.next(simulated([spk, bt], default: "spk"))
+        #expect(sink == "bt", "unplugging the headset falls back to the Bluetooth device")
+        #expect(d.reason == .oldDeviceUnavailable)
+        (d, sink) = try run.next(simulated([spk], default: "spk"))
+        #expect(d.request == RouteRequest(target: .speaker, force: true), "then to the default target")
+        #expect(sink == "spk")
+    }
+
+    @Test func unplugFallsBackToAnEarpieceDefaultOnAPhone() throws {
+        let ear = ("ear", "earpiece")
+        var run = PolicyRun(simulated([spk, ear, bt], default: "bt"), preferences: Preferences(defaultTarget: .earpiece))
+        let (d, sink) = try run.next(simulated([spk, ear], default: "spk"))
+        #expect(d.request?.target == .earpiece)
+        #expect(sink == "ear")
+    }
+
+    @Test func earpieceDefaultOnThePhoneFixtureSwitchesProfile() throws {
+        var phone = try fixture("phone-ucm")
+        let jack = "alsa_output.platform-sound.HiFi__hw_PinePhone_0__sink"
+        let plugged = phone.jack(jack, "[Out] Headphones", .available).routed(to: jack, port: "[Out] Headphones")
+        var run = PolicyRun(plugged, preferences: Preferences(defaultTarget: .earpiece))
+        phone = phone.routed(to: jack, port: "[Out] Headphones")
+        let decision = Policy.decide(Change(previous: plugged, current: phone), state: &run.state,
+                                     preferences: run.preferences, muteOnFallback: true)
+        #expect(decision.reason == .oldDeviceUnavailable)
+        #expect(decision.muteFallback)
+        let plan = try Planner.plan(phone, try #require(decision.request))
+        #expect(plan.actions == [.setCardProfile(card: "alsa_card.platform-sound", profile: "Voice Call")])
+    }
+
+    @Test func headphoneJackOnTheSameSink() throws {
+        let laptop = "alsa_output.pci-0000_00_1f.3.analog-stereo"
+        let empty = try fixture("laptop")
+        let plugged = empty.jack(laptop, "analog-output-headphones", .available)
+        let change = Change(previous: empty, current: plugged)
+        #expect(change.added.map(\.id) == ["\(laptop):analog-output-headphones"])
+        var state = PolicyState(status: Status(snapshot: empty))
+        let d = Policy.decide(change, state: &state, preferences: Preferences(), muteOnFallback: false)
+        let plan = try Planner.plan(plugged, try #require(d.request))
+        #expect(plan.actions == [.setSinkPort(sink: laptop, port: "analog-output-headphones")])
+        let events = Events.diff(change)
+        #expect(events.map(\.type) == ["device-added"])
+        // PulseAudio switches the port itself: that route change is reported as the new device's.
+        let switched = plugged.routed(to: laptop, port: "analog-output-headphones")
+        #expect(Events.diff(Change(previous: empty, current: switched)).contains {
+            $0 == .route(route: .headset, previous: .speaker, reason: .newDeviceAvailable, output: Status(snapshot: switched).output)
+        })
+    }
+
+    @Test func a2dpToHFPIsACategoryChange() throws {
+        let a2dp = try fixture("bluetooth-pulseaudio")
+        var hfp = a2dp
+        hfp.cards[0].activeProfile = "handsfree_head_unit"
+        hfp.sinks[0].name = "bluez_sink.00_1B_66_A1_B2_C3.handsfree_head_unit"
+        hfp.sinks[0].ports = [Port(name: "headphone-output", description: "Headphone", type: .headphones)]
+        hfp.server.defaultSinkName = hfp.sinks[0].name
+        let change = Change(previous: a2dp, current: hfp)
+        let routeEvents = Events.diff(change).compactMap { e -> RouteChangeReason? in
+            if case let .route(_, _, reason, _) = e { return reason } else { return nil }
+        }
+        #expect(routeEvents == [.categoryChange])
+        var state = PolicyState(status: Status(snapshot: a2dp))
+        #expect(Policy.decide(change, state: &state, preferences: Preferences(), muteOnFallback: false).request == nil,
+                "the same device under another profile is not a new device to switch to")
+    }
+
+    @Test func anotherClientChangingTheDefaultIsReportedAndRespected() throws {
+        let before = simulated([spk, bt], default: "bt")
+        let after = simulated([spk, bt], default: "spk")
+        let change = Change(previous: before, current: after)
+        #expect(Events.diff(change) == [.route(route: .speaker, previous: .bluetooth, reason: .routeConfigurationChange,
+                                               output: Status(snapshot: after).output)])
+        var state = PolicyState(status: Status(snapshot: before))
+        #expect(Policy.decide(change, state: &state, preferences: Preferences(override: .speaker), muteOnFallback: false).isEmpty)
+    }
+
+    @Test func aBurstIsOneEvent() throws {
+        let before = simulated([spk, bt], default: "spk")
+        var after = simulated([spk, bt], default: "bt")
+        // What one user action does: the default moves, the stream follows, both sinks change state.
+        after.sinkInputs = [SinkInput(index: 7, sink: 1)]
+        after.sinks[0].state = "SUSPENDED"
+        after.sinks[1].state = "RUNNING"
+        var prior = before
+        prior.sinkInputs = [SinkInput(index: 7, sink: 0)]
+        let events = Events.diff(Change(previous: prior, current: after))
+        #expect(events.filter { $0.type == "route" }.count == 1)
+        #expect(Events.diff(Change(previous: after, current: after)).isEmpty, "a refetch that finds nothing new says nothing")
+    }
+
+    @Test func ownChangesCarryTheirReason() {
+        let before = simulated([spk, bt], default: "bt")
+        let after = simulated([spk, bt], default: "spk")
+        #expect(Events.diff(Change(previous: before, current: after), own: ("spk", .override)).first
+            == .route(route: .speaker, previous: .bluetooth, reason: .override, output: Status(snapshot: after).output))
+    }
+
+    @Test func theRouteSinkVanishingWithNoReplacement() {
+        let before = simulated([spk, ("tv", "hdmi")], default: "tv")
+        let after = simulated([spk], default: nil)
+        let events = Events.diff(Change(previous: before, current: after))
+        #expect(events.contains(.route(route: .unknown, previous: .unknown, reason: .noSuitableRoute, output: nil)))
+        var state = PolicyState(status: Status(snapshot: before))
+        let d = Policy.decide(Change(previous: before, current: after), state: &state, preferences: Preferences(), muteOnFallback: false)
+        #expect(d.request?.target == .speaker)
+    }
+
+    @Test func preferredInputReturns() {
+        var before = simulated([spk], default: "spk")
+        var after = before
+        after.sources = [Source(index: 3, name: "usb-mic", description: "USB mic")]
+        before.sources = []
+        var state = PolicyState(status: Status(snapshot: before))
+        let d = Policy.decide(Change(previous: before, current: after), state: &state,
+                              preferences: Preferences(preferredInput: "usb-mic"), muteOnFallback: false)
+        #expect(d.restoreInput == "usb-mic")
+    }
+}
