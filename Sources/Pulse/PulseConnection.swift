@@ -20,11 +20,28 @@ public final class PulseConnection {
     public init(server: String?, clientName: String = "routectl", timeout: Double) throws(PulseError) {
         guard let loop = pa_mainloop_new() else { throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: "Connection failure") }
         mainloop = loop
+        self.server = server
+        self.clientName = clientName
+        try connectContext(timeout: timeout)
+    }
+
+    let server: String?
+    let clientName: String
+
+    /// A dead context cannot be revived: it is released and a new one connects on the same main loop.
+    public func reconnect(timeout: Double) throws(PulseError) {
+        disconnect()
+        subscribed = false
+        try connectContext(timeout: timeout)
+    }
+
+    func connectContext(timeout: Double) throws(PulseError) {
         let deadline = Deadline(seconds: timeout)
-        guard let ctx = pa_context_new(pa_mainloop_get_api(loop), clientName) else {
+        guard let ctx = pa_context_new(pa_mainloop_get_api(mainloop), clientName) else {
             throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: "Connection failure")
         }
         context = ctx
+        state = PA_CONTEXT_UNCONNECTED
         pa_context_set_state_callback(ctx, { ctx, userdata in
             let me = Unmanaged<PulseConnection>.fromOpaque(userdata!).takeUnretainedValue()
             me.state = pa_context_get_state(ctx)
@@ -62,15 +79,19 @@ public final class PulseConnection {
 
     var isAlive: Bool { state == PA_CONTEXT_READY }
 
-    /// Iterates the main loop until `done` holds, the context dies, or the deadline passes.
-    func run(until done: (PulseConnection) -> Bool, deadline: Deadline, operation: String) throws(PulseError) {
+    /// Iterates the main loop until `done` holds, the context dies, or the deadline passes (with no
+    /// deadline it waits as long as it takes: no timer wakes it while nothing happens).
+    func run(until done: (PulseConnection) -> Bool, deadline: Deadline?, operation: String) throws(PulseError) {
         while !done(self) {
             if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED || context == nil {
                 let code = context.map { pa_context_errno($0) } ?? Int32(PA_ERR_CONNECTIONTERMINATED.rawValue)
                 throw PulseError(code: code == 0 ? Int32(PA_ERR_CONNECTIONTERMINATED.rawValue) : code, operation: operation)
             }
-            let remaining = deadline.remainingMicroseconds
-            if remaining <= 0 { throw PulseError.timeout(operation) }
+            var remaining: Int64 = -1
+            if let deadline {
+                remaining = deadline.remainingMicroseconds
+                if remaining <= 0 { throw PulseError.timeout(operation) }
+            }
             if pa_mainloop_prepare(mainloop, Int32(clamping: remaining)) < 0 || pa_mainloop_poll(mainloop) < 0
                 || pa_mainloop_dispatch(mainloop) < 0 {
                 throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: operation)

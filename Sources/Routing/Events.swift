@@ -92,7 +92,8 @@ public enum Events {
         if change.previous.otherAudioPlaying != change.current.otherAudioPlaying {
             events.append(.otherAudio(playing: change.current.otherAudioPlaying))
         }
-        let before = change.previous.server.defaultSourceName, after = change.current.server.defaultSourceName
+        // Monitor sources are not inputs: a default that moves between monitors is no input change.
+        let before = change.previous.defaultInput, after = change.current.defaultInput
         if before != after { events.append(.input(source: after, previous: before)) }
         return events
     }

@@ -79,6 +79,9 @@ public struct Status: Equatable, Sendable {
             .sorted()
     }
 
+    /// The default source when it is an input (not a monitor).
+    public var defaultInput: String? { inputs.first { $0.isDefault }?.source }
+
     /// Whether an output of this kind could be used now (with a profile switch if need be).
     public func isAvailable(_ route: Route) -> Bool {
         outputs.contains { $0.route == route && $0.isAvailable }

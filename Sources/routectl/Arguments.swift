@@ -23,6 +23,8 @@ enum Command {
     case inputList
     case inputSet(String)
     case inputClear
+    case watch(apply: Bool, muteOnFallback: Bool)
+    case wait(Route, timeout: Double?)
     case devices
     case dump
     case help(String?)
@@ -110,6 +112,25 @@ enum Grammar {
               clear  forget the preferred input (no server is needed)
             """),
         CommandSpec(
+            name: "watch", arguments: "", summary: "Print route events as they happen; --apply keeps the rules.",
+            options: [
+                OptionSpec(name: "apply", help: "Also enforce the rules: external devices win, unplugging falls back."),
+                OptionSpec(name: "mute-on-fallback", help: "With --apply: mute the speaker the route falls back to from an external device."),
+            ],
+            details: """
+              One line per event, flushed; with --json one object per line (NDJSON). The first event is the
+              current route with reason 'initial'. Events: route, device-added, device-removed,
+              override-cleared, interrupted, recovered, engaged, other-audio, input. When the server goes
+              away, 'interrupted', then reconnection with backoff and 'recovered'. SIGINT/SIGTERM end it
+              (exit 0). One 'watch --apply' per user session.
+            """),
+        CommandSpec(
+            name: "wait", arguments: "<route> [--timeout SECONDS]", summary: "Exit 0 when the route is or becomes <route>.",
+            details: """
+              <route> is speaker, receiver, bluetooth, headset or unknown. Exit 1 when --timeout SECONDS
+              (given after 'wait') passes first; without it, wait as long as it takes.
+            """),
+        CommandSpec(
             name: "devices", arguments: "", summary: "List outputs and inputs: kind, availability, which is active.",
             details: """
               '*' marks the output sound comes out of and the default input. AVAILABLE is yes, no (a jack
@@ -133,6 +154,8 @@ enum ArgumentParser {
     static func parse(_ args: [String]) throws(Failure) -> Invocation {
         var options = GlobalOptions()
         var commandOptions: [String: String] = [:]
+        // `wait ROUTE --timeout S`: a --timeout after the word `wait` is how long to wait, not the connect timeout.
+        var waitTimeout: Double?
         var positionals: [String] = []
         var wantsHelp = false
         var wantsVersion = false
@@ -167,7 +190,10 @@ enum ArgumentParser {
             case "json": options.json = true
             case "server": options.server = try nonEmpty(value!, for: spelled)
             case "snapshot": options.snapshot = try nonEmpty(value!, for: spelled)
-            case "timeout": options.timeout = try seconds(value!, for: spelled)
+            case "timeout":
+                if positionals.first == "wait" { waitTimeout = try seconds(value!, for: spelled) } else {
+                    options.timeout = try seconds(value!, for: spelled)
+                }
             case "quiet": options.quiet = true
             case "help": wantsHelp = true
             case "version": wantsVersion = true
@@ -187,10 +213,11 @@ enum ArgumentParser {
             throw Failure.usage("Option '--\(name)' does not apply to '\(spec.name)'.")
         }
         let rest = Array(positionals.dropFirst())
-        return Invocation(options: options, command: try command(spec, rest, commandOptions))
+        return Invocation(options: options, command: try command(spec, rest, commandOptions, waitTimeout: waitTimeout))
     }
 
-    static func command(_ spec: CommandSpec, _ rest: [String], _ commandOptions: [String: String]) throws(Failure) -> Command {
+    static func command(_ spec: CommandSpec, _ rest: [String], _ commandOptions: [String: String],
+                        waitTimeout: Double? = nil) throws(Failure) -> Command {
         switch spec.name {
         case "query":
             try atMost(1, rest, spec)
@@ -228,6 +255,19 @@ enum ArgumentParser {
             default:
                 throw Failure.usage("The value '\(verb)' is invalid for 'input'.\(suggestion(verb, ["list", "set", "clear"]))")
             }
+        case "watch":
+            try atMost(0, rest, spec)
+            if commandOptions["mute-on-fallback"] != nil && commandOptions["apply"] == nil {
+                throw Failure.usage("Option '--mute-on-fallback' needs '--apply'.")
+            }
+            return .watch(apply: commandOptions["apply"] != nil, muteOnFallback: commandOptions["mute-on-fallback"] != nil)
+        case "wait":
+            guard let word = rest.first else { throw Failure.usage("Missing value for '<route>'.") }
+            try atMost(1, rest, spec)
+            guard let route = Route(rawValue: word == "earpiece" ? "receiver" : word) else {
+                throw Failure.usage("The value '\(word)' is invalid for '<route>'.\(suggestion(word, Route.allCases.map(\.rawValue)))")
+            }
+            return .wait(route, timeout: waitTimeout)
         case "devices":
             try atMost(0, rest, spec)
             return .devices

@@ -7,8 +7,9 @@ enum RouteCommands {
     static let settleSeconds = 3.0
 
     struct Result {
-        var status: Status
+        var snapshot: Snapshot
         var plan: Plan
+        var status: Status { Status(snapshot: snapshot) }
     }
 
     /// Plans `request` on the server and carries it out, switching a card profile first when the
@@ -24,11 +25,11 @@ enum RouteCommands {
                 } catch {
                     throw Failure(status: .failed, message: error.description)
                 }
-                guard !plan.actions.isEmpty else { return Result(status: Status(snapshot: snapshot), plan: plan) }
+                guard !plan.actions.isEmpty else { return Result(snapshot: snapshot, plan: plan) }
                 snapshot = try connection.apply(plan.actions, timeout: max(timeout, settleSeconds)) { s in
                     settled(s, plan)
                 }
-                if !plan.needsReplan { return Result(status: Status(snapshot: snapshot), plan: plan) }
+                if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
             }
             throw Failure(status: .failed, message: "The card profile switch did not bring up the \(request.target.route.rawValue) output")
         } catch let error as PulseError {

@@ -46,6 +46,12 @@ enum RouteCtl {
             return try RouteCommands.inputSet(id, options)
         case .inputClear:
             return try RouteCommands.inputClear(options)
+        case let .watch(apply, muteOnFallback):
+            try requireServer(options, "watch")
+            return try Watcher.run(options, apply: apply, muteOnFallback: muteOnFallback)
+        case let .wait(route, timeout):
+            try requireServer(options, "wait")
+            return try WaitCommand.run(route, timeout: timeout, options)
         case .devices:
             let snapshot = try ServerAccess.snapshot(options)
             return write(DevicesCommand.render(Status(snapshot: snapshot), json: options.json))

@@ -1,0 +1,56 @@
+internal import CPulse
+import Glibc
+import Routing
+
+/// Set from SIGINT/SIGTERM (through libpulse's signal pipe, so a signal wakes the main loop), or
+/// when stdout's reader goes away.
+nonisolated(unsafe) var stopRequested = false
+
+extension PulseConnection {
+    /// SIGINT and SIGTERM, and a hang-up on stdout, stop `waitForChanges` and `pause` instead of killing
+    /// the process. The corresponding C functions are `pa_signal_init` and `pa_signal_new`.
+    public func stopOnSignalsAndClosedOutput() {
+        let api = pa_mainloop_get_api(mainloop)
+        pa_signal_init(api)
+        for sig in [SIGINT, SIGTERM] {
+            pa_signal_new(sig, { _, _, _, _ in stopRequested = true }, nil)
+        }
+        // A pipe whose reader closed reports POLLERR on its write end: end quietly, as promised.
+        var st = stat()
+        if fstat(1, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO || (st.st_mode & S_IFMT) == S_IFSOCK {
+            let flags = pa_io_event_flags_t(rawValue: PA_IO_EVENT_HANGUP.rawValue | PA_IO_EVENT_ERROR.rawValue)
+            _ = api?.pointee.io_new(api, 1, flags, { _, _, _, _, _ in stopRequested = true }, nil)
+        }
+    }
+
+    public var shouldStop: Bool { stopRequested }
+
+    /// Waits for server change notifications: true once some arrived (the whole burst already queued is
+    /// taken with them), false on a stop request or at the timeout. Throws when the server goes away.
+    public func waitForChanges(timeout: Double?) throws(PulseError) -> Bool {
+        let seen = changes
+        do {
+            try run(until: { $0.changes != seen || stopRequested }, deadline: timeout.map { Deadline(seconds: $0) },
+                    operation: "Waiting for the server")
+        } catch {
+            if error.code == Int32(PA_ERR_TIMEOUT.rawValue) { return false }
+            throw error
+        }
+        while pa_mainloop_iterate(mainloop, 0, nil) > 0 {}
+        return !stopRequested
+    }
+
+    /// Sleeps on the main loop (a signal still ends it early). False when a stop was requested.
+    public func pause(seconds: Double) -> Bool {
+        let deadline = Deadline(seconds: seconds)
+        while !stopRequested, deadline.remainingMicroseconds > 0 {
+            if pa_mainloop_prepare(mainloop, Int32(clamping: deadline.remainingMicroseconds)) < 0
+                || pa_mainloop_poll(mainloop) < 0 || pa_mainloop_dispatch(mainloop) < 0 {
+                break
+            }
+        }
+        return !stopRequested
+    }
+
+    public var isConnected: Bool { context != nil && state == PA_CONTEXT_READY }
+}

@@ -1,0 +1,79 @@
+import Glibc
+import Routing
+
+/// One event as one line: text for people (local time), NDJSON for programs (UTC, ISO 8601).
+enum EventRenderer {
+    static func line(_ event: Event, json: Bool, at time: timespec = now()) -> String {
+        json ? object(event, time).text + "\n" : text(event, time) + "\n"
+    }
+
+    static func now() -> timespec {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return ts
+    }
+
+    static func text(_ event: Event, _ time: timespec) -> String {
+        var tm = Glibc.tm()
+        var seconds = time.tv_sec
+        localtime_r(&seconds, &tm)
+        let stamp = "\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)).\(three(Int(time.tv_nsec) / 1_000_000))"
+        let detail: String
+        switch event {
+        case let .route(route, previous, reason, output):
+            detail = "\(route.rawValue)" + (previous.map { " (was \($0.rawValue))" } ?? "") + " reason=\(reason.rawValue)"
+                + " output=\(output?.id ?? "none")"
+        case let .deviceAdded(o), let .deviceRemoved(o):
+            detail = "\(o.route.rawValue) \(o.id) \"\(o.description)\""
+        case let .overrideCleared(override, cause):
+            detail = "\(override.rawValue): \(cause)"
+        case let .interrupted(reason):
+            detail = reason
+        case let .recovered(route, output):
+            detail = "\(route.rawValue) output=\(output?.id ?? "none")"
+        case let .engaged(on):
+            detail = on ? "yes" : "no"
+        case let .otherAudio(playing):
+            detail = playing ? "playing" : "stopped"
+        case let .input(source, previous):
+            detail = (source ?? "none") + (previous.map { " (was \($0))" } ?? "")
+        }
+        return "\(stamp) \(event.type) \(detail)"
+    }
+
+    /// The NDJSON object; keys are documented in routectl(1) and never renamed.
+    static func object(_ event: Event, _ time: timespec) -> JSON {
+        var m: [(String, JSON)] = [("time", .string(iso8601(time))), ("type", .string(event.type))]
+        switch event {
+        case let .route(route, previous, reason, output):
+            m += [("route", .string(route.rawValue)), ("previous", previous.map { .string($0.rawValue) } ?? .null),
+                  ("reason", .string(reason.rawValue)), ("output", output.map(DevicesCommand.object) ?? .null)]
+        case let .deviceAdded(o), let .deviceRemoved(o):
+            m += [("kind", .string(o.route.rawValue)), ("name", .string(o.id)), ("description", .string(o.description))]
+        case let .overrideCleared(override, cause):
+            m += [("override", .string(override.rawValue)), ("cause", .string(cause))]
+        case let .interrupted(reason):
+            m += [("reason", .string(reason))]
+        case let .recovered(route, output):
+            m += [("route", .string(route.rawValue)), ("output", output.map(DevicesCommand.object) ?? .null)]
+        case let .engaged(on):
+            m += [("engaged", .bool(on))]
+        case let .otherAudio(playing):
+            m += [("playing", .bool(playing))]
+        case let .input(source, previous):
+            m += [("source", source.map(JSON.string) ?? .null), ("previous", previous.map(JSON.string) ?? .null)]
+        }
+        return .object(m)
+    }
+
+    static func iso8601(_ time: timespec) -> String {
+        var tm = Glibc.tm()
+        var seconds = time.tv_sec
+        gmtime_r(&seconds, &tm)
+        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):"
+            + "\(two(tm.tm_sec)).\(three(Int(time.tv_nsec) / 1_000_000))Z"
+    }
+
+    static func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    static func three(_ n: Int) -> String { n < 10 ? "00\(n)" : n < 100 ? "0\(n)" : "\(n)" }
+}

@@ -1,0 +1,250 @@
+import Glibc
+import Pulse
+import Routing
+
+/// `routectl watch [--apply [--mute-on-fallback]]` and `routectl wait ROUTE`.
+///
+/// The loop blocks in poll until the server notifies a change (no timers, no polling), refetches
+/// once per burst, derives events by diffing against the previous snapshot, and with --apply lets
+/// the policy decide and carries its decision out.
+struct Watcher {
+    let options: GlobalOptions
+    let apply: Bool
+    let muteOnFallback: Bool
+    let connection: PulseConnection
+    let store = State.store()
+    var snapshot: Snapshot
+    var policy: PolicyState
+
+    static func run(_ options: GlobalOptions, apply: Bool, muteOnFallback: Bool) throws(Failure) -> ExitStatus {
+        let lock = apply ? try ApplyLock.acquire(State.store()) : nil
+        defer { withExtendedLifetime(lock) {} }
+        let connection = try ServerAccess.connect(options)
+        connection.stopOnSignalsAndClosedOutput()
+        let snapshot: Snapshot
+        do {
+            try connection.subscribe(timeout: options.timeout)
+            snapshot = try connection.snapshot(timeout: options.timeout)
+        } catch {
+            throw ServerAccess.failure(error)
+        }
+        var watcher = Watcher(options: options, apply: apply, muteOnFallback: muteOnFallback, connection: connection,
+                              snapshot: snapshot, policy: PolicyState(status: Status(snapshot: snapshot)))
+        return try watcher.loop()
+    }
+
+    mutating func loop() throws(Failure) -> ExitStatus {
+        let status = Status(snapshot: snapshot)
+        guard emit(.route(route: status.route, previous: nil, reason: .initial, output: status.output)) else { return .ok }
+        if apply { clearStaleOverride(status) }
+        while !connection.shouldStop {
+            do {
+                guard try connection.waitForChanges(timeout: nil) else { break }
+                let next = try connection.snapshot(timeout: options.timeout)
+                guard try handle(Change(previous: snapshot, current: next), next) else { break }
+            } catch let error as PulseError {
+                guard recover(from: error.description) else { break }
+            } catch let error as Failure where error.status == .noServer || !connection.isConnected {
+                // The server went away while routectl was acting on a change.
+                guard recover(from: error.message) else { break }
+            } catch let error as Failure {
+                throw error
+            } catch let error as StateError {
+                throw State.failure(error)
+            } catch {
+                throw Failure(status: .failed, message: "\(error)")
+            }
+        }
+        return .ok
+    }
+
+    /// Reports one change and, with --apply, acts on it. False when stdout is gone.
+    mutating func handle(_ change: Change, _ next: Snapshot) throws -> Bool {
+        let preferences = apply ? try preferences() : Preferences()
+        let decision = apply ? Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback) : Decision()
+        let ownSet = externalSet(change)
+        var events = Events.diff(change, own: ownSet)
+        // The route event waits for routectl's own move, so that one user action is one route change.
+        if decision.request != nil { events.removeAll { $0.type == "route" } }
+        for event in events { guard emit(event) else { return false } }
+        snapshot = next
+        guard apply, !decision.isEmpty else { return true }
+
+        if let cause = decision.clearOverride, let target = preferences.override, clearOverride() {
+            guard emit(.overrideCleared(override: target, cause: cause)) else { return false }
+        }
+        var after = next
+        if let request = decision.request {
+            let result = try RouteCommands.route(connection, request, preferredInput: preferences.preferredInput,
+                                                 timeout: options.timeout)
+            after = result.snapshot
+            if decision.muteFallback, let sink = Status(snapshot: after).output?.sink, Status(snapshot: after).route == .speaker {
+                after = try connection.apply([.setSinkMute(sink: sink, mute: true)], timeout: options.timeout) { s in
+                    s.sinks.first { $0.name == sink }?.mute == true
+                }
+            }
+        }
+        if let input = decision.restoreInput {
+            after = try connection.apply([.setDefaultSource(input)], timeout: options.timeout) { $0.server.defaultSourceName == input }
+        }
+        let own = Status(snapshot: after).output.map { ($0.id, decision.reason ?? .override) }
+        // One route event from where the user was to where the rules put the sound.
+        var settled = Events.diff(Change(previous: next, current: after), own: own).filter { $0.type != "route" }
+        let before = change.previous, now = Status(snapshot: after)
+        if before.route != now.route || before.output?.id != now.output?.id {
+            settled.insert(.route(route: now.route, previous: before.route, reason: decision.reason ?? .override, output: now.output), at: 0)
+        }
+        for event in settled { guard emit(event) else { return false } }
+        snapshot = after
+        return true
+    }
+
+    /// A default-sink change that matches an override `routectl set` just recorded is routectl's own.
+    func externalSet(_ change: Change) -> (outputID: String, reason: RouteChangeReason)? {
+        guard change.routeChanged, let output = change.current.output,
+              let record = try? store.loadOverride(), record.target.route == output.route,
+              State.now() - record.setAt <= 5 else { return nil }
+        return (output.id, .override)
+    }
+
+    func preferences() throws -> Preferences {
+        let persistent = try store.loadPersistent()
+        let record = store.overrideFile == nil ? nil : try store.loadOverride()
+        return Preferences(defaultTarget: persistent.defaultTarget, override: record?.target, preferredInput: persistent.preferredInput)
+    }
+
+    /// Removes the override file under its lock; false when there was none.
+    func clearOverride() -> Bool {
+        guard let lock = try? store.lockOverride() else { return false }
+        defer { withExtendedLifetime(lock) {} }
+        guard (try? store.loadOverride()) ?? nil != nil else { return false }
+        return (try? store.removeOverride()) != nil
+    }
+
+    /// An override set before this watcher started, whose devices have changed since, is dropped now.
+    mutating func clearStaleOverride(_ status: Status) {
+        guard let record = try? store.loadOverride(), let cause = record.staleness(currentExternals: status.externalKeys),
+              clearOverride() else { return }
+        _ = emit(.overrideCleared(override: record.target, cause: cause))
+    }
+
+    /// The server went away: say so, reconnect with backoff (capped at 2 s), re-apply what --apply
+    /// owns, and say `recovered` only once that worked. False when asked to stop meanwhile.
+    mutating func recover(from reason: String) -> Bool {
+        guard emit(.interrupted(reason: reason)) else { return false }
+        var delay = 0.1
+        while connection.pause(seconds: delay) {
+            delay = min(delay * 2, 2.0)
+            do {
+                try connection.reconnect(timeout: 2)
+                try connection.subscribe(timeout: options.timeout)
+                var fresh = try connection.snapshot(timeout: options.timeout)
+                if apply {
+                    let preferences = try self.preferences()
+                    policy = PolicyState(status: Status(snapshot: fresh))
+                    let request: RouteRequest
+                    if let newest = policy.connected.last,
+                       let output = Status(snapshot: fresh).outputs.first(where: { $0.deviceKey == newest && $0.sink != nil }) {
+                        request = RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
+                    } else {
+                        request = RouteRequest(target: preferences.effectiveTarget, force: true)
+                    }
+                    fresh = try RouteCommands.route(connection, request, preferredInput: preferences.preferredInput,
+                                                    timeout: options.timeout).snapshot
+                    if let input = preferences.preferredInput, fresh.sources.contains(where: { $0.name == input }),
+                       fresh.server.defaultSourceName != input {
+                        fresh = try connection.apply([.setDefaultSource(input)], timeout: options.timeout) { $0.server.defaultSourceName == input }
+                    }
+                }
+                snapshot = fresh
+                let status = Status(snapshot: fresh)
+                return emit(.recovered(route: status.route, output: status.output))
+            } catch {
+                continue
+            }
+        }
+        return false
+    }
+
+    /// Prints one event, flushed; false when stdout is gone (a closed pipe ends watch quietly).
+    func emit(_ event: Event) -> Bool {
+        Console.out(EventRenderer.line(event, json: options.json))
+    }
+}
+
+/// One `watch --apply` per user session: an flock on a file in the runtime dir that holds the pid.
+final class ApplyLock {
+    let fd: Int32
+
+    private init(fd: Int32) { self.fd = fd }
+    deinit { close(fd) }
+
+    static func acquire(_ store: StateStore) throws(Failure) -> ApplyLock {
+        guard let overrideFile = store.overrideFile else {
+            throw Failure(status: .stateFile, message: "$XDG_RUNTIME_DIR: not set; 'watch --apply' keeps its lock in the runtime directory")
+        }
+        do { _ = try store.lockOverride() } catch { throw State.failure(error) }
+        let path = overrideFile.replacingSuffix("override.json", with: "apply.lock")
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(status: .stateFile, message: "\(path): cannot open: \(String(cString: strerror(errno)))") }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let n = read(fd, &buffer, 31)
+            close(fd)
+            let pid = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingNewline : "unknown"
+            throw Failure(status: .failed, message: "Another 'routectl watch --apply' is running (pid \(pid)); one per session.")
+        }
+        ftruncate(fd, 0)
+        let text = "\(getpid())\n"
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+        return ApplyLock(fd: fd)
+    }
+}
+
+@available(*, unavailable)
+extension ApplyLock: Sendable {}
+
+extension String {
+    func replacingSuffix(_ suffix: String, with replacement: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) + replacement : self
+    }
+
+    var trimmingNewline: String {
+        var s = self
+        while s.hasSuffix("\n") { s.removeLast() }
+        return s
+    }
+}
+
+enum WaitCommand {
+    /// Exit 0 as soon as the route is `route`; 1 at the timeout.
+    static func run(_ route: Route, timeout: Double?, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let connection = try ServerAccess.connect(options)
+        connection.stopOnSignalsAndClosedOutput()
+        var deadline: Double?
+        if let timeout { deadline = monotonic() + timeout }
+        do {
+            try connection.subscribe(timeout: options.timeout)
+            while true {
+                let status = Status(snapshot: try connection.snapshot(timeout: options.timeout))
+                if status.route == route {
+                    if !options.quiet { Console.out("\(route.rawValue)\n") }
+                    return .ok
+                }
+                let remaining = deadline.map { $0 - monotonic() }
+                if let remaining, remaining <= 0 { return .failed }
+                guard try connection.waitForChanges(timeout: remaining) else {
+                    return .failed
+                }
+            }
+        } catch {
+            throw ServerAccess.failure(error)
+        }
+    }
+
+    static func monotonic() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
