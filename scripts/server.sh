@@ -7,6 +7,8 @@
 #   scripts/server.sh stop DIR                        stop it and everything it started
 #   scripts/server.sh plug DIR KIND NAME              load a null sink with KIND's properties
 #   scripts/server.sh unplug DIR NAME                 unload it
+# PRELOAD="kind:name ..." makes start load those devices with the server itself, so that they are
+# there again the moment a restarted server comes up (the reconnection tests).
 set -euo pipefail
 
 props_for() {
@@ -51,12 +53,24 @@ start() {
 		cat >"$dir/default.pa" <<PA
 load-module module-native-protocol-unix auth-anonymous=1 socket=$dir/run/pulse/native
 PA
+		for device in ${PRELOAD:-}; do
+			echo "load-module module-null-sink sink_name=${device#*:} sink_properties='device.description=${device#*:} $(props_for "${device%%:*}")'" >>"$dir/default.pa"
+		done
 		mkdir -p "$dir/run/pulse"
 		setsid pulseaudio -n -F "$dir/default.pa" --daemonize=no --exit-idle-time=-1 \
 			--use-pid-file=no --disable-shm=no --log-target=stderr >"$dir/server.log" 2>&1 &
 		echo $! >"$dir/pids"
 		;;
 	pipewire)
+		local conf="$dir/home/.config/pipewire/pipewire-pulse.conf.d"
+		mkdir -p "$conf"
+		{
+			echo "pulse.cmd = ["
+			for device in ${PRELOAD:-}; do
+				echo "  { cmd = \"load-module\" args = \"module-null-sink sink_name=${device#*:} sink_properties='device.description=${device#*:} $(props_for "${device%%:*}")'\" }"
+			done
+			echo "]"
+		} >"$conf/routectl-preload.conf"
 		setsid dbus-run-session -- sh -c 'pipewire & wireplumber & exec pipewire-pulse' \
 			>"$dir/server.log" 2>&1 &
 		echo $! >"$dir/pids"

@@ -59,3 +59,41 @@ summary() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
 }
+
+# events FILE TYPE [FIELD=VALUE...]: how many NDJSON lines of FILE have that type and fields.
+events() {
+	python3 - "$@" <<'PY'
+import json, sys
+path, kind, *conds = sys.argv[1:]
+n = 0
+for line in open(path):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if e.get("type") != kind:
+        continue
+    ok = True
+    for c in conds:
+        k, v = c.split("=", 1)
+        val = e
+        for part in k.split("."):
+            val = val.get(part) if isinstance(val, dict) else None
+        if str(val).lower() != v.lower():
+            ok = False
+    n += ok
+print(n)
+PY
+}
+
+# wait_event FILE COUNT TYPE [FIELD=VALUE...]: waits until at least COUNT such events were printed.
+wait_event() {
+	local file=$1 count=$2
+	shift 2
+	for _ in $(seq 1 100); do
+		[ "$(events "$file" "$@")" -ge "$count" ] && return 0
+		sleep 0.05
+	done
+	echo "  timed out waiting for $count x $* in $file" >&2
+	return 1
+}

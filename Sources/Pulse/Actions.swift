@@ -96,7 +96,7 @@ extension PulseConnection {
             if error.code == Int32(PA_ERR_TIMEOUT.rawValue) { return false }
             throw error
         }
-        while pa_mainloop_iterate(mainloop, 0, nil) > 0 {}
+        drainQueuedEvents()
         return true
     }
 

@@ -25,6 +25,13 @@ extension PulseConnection {
 
     public var shouldStop: Bool { stopRequested }
 
+    /// Dispatches what is already queued without blocking, so a burst is taken whole; bounded, so a
+    /// server that never stops talking (or a stdout hang-up that stays readable) cannot spin us.
+    func drainQueuedEvents() {
+        var rounds = 0
+        while !stopRequested, rounds < 64, pa_mainloop_iterate(mainloop, 0, nil) > 0 { rounds += 1 }
+    }
+
     /// Waits for server change notifications: true once some arrived (the whole burst already queued is
     /// taken with them), false on a stop request or at the timeout. Throws when the server goes away.
     public func waitForChanges(timeout: Double?) throws(PulseError) -> Bool {
@@ -36,8 +43,22 @@ extension PulseConnection {
             if error.code == Int32(PA_ERR_TIMEOUT.rawValue) { return false }
             throw error
         }
-        while pa_mainloop_iterate(mainloop, 0, nil) > 0 {}
+        drainQueuedEvents()
         return !stopRequested
+    }
+
+    /// A snapshot taken after a change notification. When the default sink has just vanished,
+    /// pipewire-pulse reports no default until WirePlumber picks the next one a little later, where
+    /// PulseAudio picks it in the same step; so while sinks exist but none is the default, wait for
+    /// the next notification (bounded by `settle` seconds) rather than report a route that never was.
+    public func snapshotAfterChange(timeout: Double, settle: Double = 0.5) throws(PulseError) -> Snapshot {
+        var snapshot = try self.snapshot(timeout: timeout)
+        let deadline = Deadline(seconds: settle)
+        while snapshot.defaultSink == nil, !snapshot.sinks.isEmpty, deadline.remainingMicroseconds > 0 {
+            guard try waitForChanges(timeout: Double(deadline.remainingMicroseconds) / 1e6) else { break }
+            snapshot = try self.snapshot(timeout: timeout)
+        }
+        return snapshot
     }
 
     /// Sleeps on the main loop (a signal still ends it early). False when a stop was requested.

@@ -40,7 +40,7 @@ struct Watcher {
         while !connection.shouldStop {
             do {
                 guard try connection.waitForChanges(timeout: nil) else { break }
-                let next = try connection.snapshot(timeout: options.timeout)
+                let next = try connection.snapshotAfterChange(timeout: options.timeout)
                 guard try handle(Change(previous: snapshot, current: next), next) else { break }
             } catch let error as PulseError {
                 guard recover(from: error.description) else { break }
