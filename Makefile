@@ -51,6 +51,7 @@ e2e: build
 test: build
 	$(SWIFT) test
 	@$(E2E)
+	tests/install.sh
 
 demo: build
 	scripts/demo.sh $(BIN)
@@ -58,13 +59,25 @@ demo: build
 bench: build
 	python3 scripts/bench.py $(BIN)
 
+SHARE := $(DESTDIR)$(PREFIX)/share
+UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/user
+INSTALLED := $(DESTDIR)$(PREFIX)/bin/routectl $(SHARE)/man/man1/routectl.1 $(UNITDIR)/routectl.service \
+	$(SHARE)/bash-completion/completions/routectl $(SHARE)/zsh/site-functions/_routectl \
+	$(SHARE)/fish/vendor_completions.d/routectl.fish
+
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)/man/man1 $(UNITDIR) $(SHARE)/bash-completion/completions \
+		$(SHARE)/zsh/site-functions $(SHARE)/fish/vendor_completions.d
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/routectl
-	install -m 0644 man/routectl.1 $(DESTDIR)$(PREFIX)/share/man/man1/routectl.1
+	install -m 0644 man/routectl.1 $(SHARE)/man/man1/routectl.1
+	sed 's|@BINDIR@|$(PREFIX)/bin|' systemd/routectl.service.in >$(UNITDIR)/routectl.service
+	chmod 0644 $(UNITDIR)/routectl.service
+	install -m 0644 completions/routectl.bash $(SHARE)/bash-completion/completions/routectl
+	install -m 0644 completions/_routectl $(SHARE)/zsh/site-functions/_routectl
+	install -m 0644 completions/routectl.fish $(SHARE)/fish/vendor_completions.d/routectl.fish
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/routectl $(DESTDIR)$(PREFIX)/share/man/man1/routectl.1
+	rm -f $(INSTALLED)
 
 clean:
 	rm -rf .build

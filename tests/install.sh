@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# make install DESTDIR=… puts the binary, the man page, the user unit and the completions in place.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+. "$here/lib.sh"
+dest=$(mktemp -d /tmp/routectl-install.XXXXXX)
+trap 'rm -rf "$dest"' EXIT
+make -C "$root" --no-print-directory install DESTDIR="$dest" PREFIX=/usr >/dev/null
+echo "== make install DESTDIR=$dest PREFIX=/usr"
+for f in usr/bin/routectl usr/share/man/man1/routectl.1 usr/lib/systemd/user/routectl.service \
+	usr/share/bash-completion/completions/routectl usr/share/zsh/site-functions/_routectl \
+	usr/share/fish/vendor_completions.d/routectl.fish; do
+	expect_eq "installed: $f" yes "$([ -f "$dest/$f" ] && echo yes || echo no)"
+done
+expect_eq "the binary runs" "$("$root/.build/release/routectl" --version)" "$("$dest/usr/bin/routectl" --version)"
+expect_eq "the unit runs watch --apply from PREFIX" "ExecStart=/usr/bin/routectl watch --apply" \
+	"$(grep '^ExecStart=' "$dest/usr/lib/systemd/user/routectl.service")"
+if command -v systemd-analyze >/dev/null; then
+	# verify resolves ExecStart on this machine's paths; point it at the installed binary.
+	sed "s|/usr/bin/routectl|$dest/usr/bin/routectl|" "$dest/usr/lib/systemd/user/routectl.service" >"$dest/routectl.service"
+	run_rc systemd-analyze verify --user "$dest/routectl.service"
+	expect_eq "systemd-analyze verify: no complaint" "" "$(printf '%s' "$err" | grep routectl.service || true)"
+fi
+complete_words() {
+	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _routectl; echo "${COMPREPLY[*]}"' _ \
+		"$dest/usr/share/bash-completion/completions/routectl" "$@"
+}
+expect_eq "bash completes commands" "set" "$(complete_words routectl se)"
+expect_eq "bash completes targets" "speaker" "$(complete_words routectl set sp)"
+expect_eq "bash completes fields" "external engaged" "$(complete_words routectl query e)"
+expect_eq "bash completes watch options" "--apply" "$(complete_words routectl watch --ap)"
+expect_eq "man page renders without warnings" "" "$(MANWIDTH=80 man --warnings -l "$dest/usr/share/man/man1/routectl.1" 2>&1 >/dev/null)"
+summary
