@@ -43,11 +43,11 @@ for k in sys.argv[1].split("."):
 print(json.dumps(v) if not isinstance(v, str) else v)' "$1"
 }
 
-# wait_for DESCRIPTION CMD...: retries CMD for up to 5 s (PipeWire acts shortly after it acknowledges).
+# wait_for DESCRIPTION CMD...: retries CMD for up to 10 s (PipeWire acts shortly after it acknowledges).
 wait_for() {
 	local what=$1 i
 	shift
-	for i in $(seq 1 100); do
+	for i in $(seq 1 200); do
 		if "$@" >/dev/null 2>&1; then return 0; fi
 		sleep 0.05
 	done
@@ -90,7 +90,7 @@ PY
 wait_event() {
 	local file=$1 count=$2
 	shift 2
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 200); do
 		[ "$(events "$file" "$@")" -ge "$count" ] && return 0
 		sleep 0.05
 	done

@@ -6,6 +6,9 @@ final class AckCollector {
     var pending = 0
     var failure: (code: Int32, operation: String)?
     var operations: [String] = []
+    /// Operations whose refusal does not fail the batch: moving a stream the server will not move
+    /// (PA_STREAM_DONT_MOVE, or one that just ended) must not undo a route change.
+    var bestEffort: Set<Int> = []
 }
 
 @available(*, unavailable)
@@ -64,6 +67,7 @@ extension PulseConnection {
                 op = pa_context_set_default_source(ctx, source, ackCallback, ud)
             }
             // Acknowledgements arrive in order; each callback takes the next operation's name.
+            if case .moveSinkInput = action { acks.bestEffort.insert(acks.operations.count) }
             acks.operations.append(operation)
             try sent(op, operation)
             acks.pending += 1
@@ -80,24 +84,10 @@ extension PulseConnection {
         try perform(actions, timeout: timeout)
         var snapshot = try self.snapshot(timeout: timeout)
         while !settled(snapshot) {
-            guard try waitForChange(deadline) else { return snapshot }
+            guard try waitForChanges(until: deadline) else { return snapshot }
             snapshot = try self.snapshot(timeout: timeout)
         }
         return snapshot
-    }
-
-    /// Blocks until a change notification arrives (true) or the deadline passes (false), then
-    /// dispatches whatever else is already queued so that a burst costs one refetch.
-    func waitForChange(_ deadline: Deadline) throws(PulseError) -> Bool {
-        let seen = changes
-        do {
-            try run(until: { $0.changes != seen }, deadline: deadline, operation: "Waiting for the server")
-        } catch {
-            if error.code == Int32(PA_ERR_TIMEOUT.rawValue) { return false }
-            throw error
-        }
-        drainQueuedEvents()
-        return true
     }
 
     func wait(for acks: AckCollector, timeout: Double) throws(PulseError) {
@@ -113,7 +103,7 @@ private let ackCallback: @convention(c) (OpaquePointer?, Int32, UnsafeMutableRaw
     let acks = Unmanaged<AckCollector>.fromOpaque(ud!).takeUnretainedValue()
     let index = acks.operations.count - acks.pending
     acks.pending -= 1
-    if success == 0, acks.failure == nil {
+    if success == 0, acks.failure == nil, !acks.bestEffort.contains(index) {
         let name = index >= 0 && index < acks.operations.count ? acks.operations[index] : "Failed to change the route"
         acks.failure = (pa_context_errno(ctx), name)
     }

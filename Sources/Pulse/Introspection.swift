@@ -33,6 +33,7 @@ extension PulseConnection {
         let ctx = try liveContext(operation)
         let builder = SnapshotBuilder()
         let ud = Unmanaged.passUnretained(builder).toOpaque()
+        consumed = changes
 
         try sent(pa_context_get_server_info(ctx, { _, info, ud in
             let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()

@@ -13,12 +13,15 @@ public final class PulseConnection {
     var state = PA_CONTEXT_UNCONNECTED
     /// Server change notifications received so far (SINK, SOURCE, streams, CARD, SERVER).
     var changes = 0
+    /// `changes` as it was when the last snapshot's requests were sent: a notification after that
+    /// may not be in the snapshot, so it is still owed a refetch, even if it arrived during one.
+    var consumed = 0
     var subscribed = false
 
     /// Connects by libpulse's rules: `server` if given, else `PULSE_SERVER`, client.conf, the runtime dir.
     /// Never autospawns a server. The corresponding C function is `pa_context_connect`.
     public init(server: String?, clientName: String = "routectl", timeout: Double) throws(PulseError) {
-        guard let loop = pa_mainloop_new() else { throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: "Connection failure") }
+        guard let loop = pa_mainloop_new() else { throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: PulseError.connecting) }
         mainloop = loop
         self.server = server
         self.clientName = clientName
@@ -38,7 +41,7 @@ public final class PulseConnection {
     func connectContext(timeout: Double) throws(PulseError) {
         let deadline = Deadline(seconds: timeout)
         guard let ctx = pa_context_new(pa_mainloop_get_api(mainloop), clientName) else {
-            throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: "Connection failure")
+            throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: PulseError.connecting)
         }
         context = ctx
         state = PA_CONTEXT_UNCONNECTED
@@ -47,9 +50,9 @@ public final class PulseConnection {
             me.state = pa_context_get_state(ctx)
         }, Unmanaged.passUnretained(self).toOpaque())
         if pa_context_connect(ctx, server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
-            throw PulseError(code: pa_context_errno(ctx), operation: "Connection failure")
+            throw PulseError(code: pa_context_errno(ctx), operation: PulseError.connecting)
         }
-        try run(until: { $0.state == PA_CONTEXT_READY }, deadline: deadline, operation: "Connection failure")
+        try run(until: { $0.state == PA_CONTEXT_READY }, deadline: deadline, operation: PulseError.connecting)
     }
 
     deinit {

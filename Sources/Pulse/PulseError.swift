@@ -23,14 +23,14 @@ public struct PulseError: Error, Equatable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(operation): \(reason)" }
 
-    /// True when no server could be reached at all (routectl's exit status 4), rather than a server refusing.
-    public var isUnreachable: Bool { PulseError.unreachableCodes.contains(code) }
+    /// True when no server could be reached (routectl's exit status 4): connecting failed, whatever
+    /// the code, or the server went away. A connected server that refuses or is slow is not this.
+    public var isUnreachable: Bool {
+        operation == PulseError.connecting || code == Int32(PA_ERR_CONNECTIONTERMINATED.rawValue)
+    }
 
-    static let unreachableCodes: Set<Int32> = [
-        Int32(PA_ERR_CONNECTIONREFUSED.rawValue), Int32(PA_ERR_TIMEOUT.rawValue), Int32(PA_ERR_INVALIDSERVER.rawValue),
-        Int32(PA_ERR_CONNECTIONTERMINATED.rawValue), Int32(PA_ERR_ACCESS.rawValue), Int32(PA_ERR_PROTOCOL.rawValue),
-        Int32(PA_ERR_VERSION.rawValue), Int32(PA_ERR_AUTHKEY.rawValue),
-    ]
+    /// The operation name of every error raised while connecting, as pactl words it.
+    static let connecting = "Connection failure"
 
     /// The corresponding C error is `PA_ERR_TIMEOUT`.
     public static func timeout(_ operation: String) -> PulseError {

@@ -32,12 +32,16 @@ extension PulseConnection {
         while !stopRequested, rounds < 64, pa_mainloop_iterate(mainloop, 0, nil) > 0 { rounds += 1 }
     }
 
-    /// Waits for server change notifications: true once some arrived (the whole burst already queued is
-    /// taken with them), false on a stop request or at the timeout. Throws when the server goes away.
+    /// Waits for server change notifications not yet covered by a snapshot: true once some arrived
+    /// (the whole burst already queued is taken with them), false on a stop request or at the timeout.
+    /// Throws when the server goes away.
     public func waitForChanges(timeout: Double?) throws(PulseError) -> Bool {
-        let seen = changes
+        try waitForChanges(until: timeout.map { Deadline(seconds: $0) })
+    }
+
+    func waitForChanges(until deadline: Deadline?) throws(PulseError) -> Bool {
         do {
-            try run(until: { $0.changes != seen || stopRequested }, deadline: timeout.map { Deadline(seconds: $0) },
+            try run(until: { $0.changes != $0.consumed || stopRequested }, deadline: deadline,
                     operation: "Waiting for the server")
         } catch {
             if error.code == Int32(PA_ERR_TIMEOUT.rawValue) { return false }
@@ -56,6 +60,20 @@ extension PulseConnection {
         let deadline = Deadline(seconds: settle)
         while snapshot.defaultSink == nil, !snapshot.sinks.isEmpty, deadline.remainingMicroseconds > 0 {
             guard try waitForChanges(timeout: Double(deadline.remainingMicroseconds) / 1e6) else { break }
+            snapshot = try self.snapshot(timeout: timeout)
+        }
+        return snapshot
+    }
+
+    /// A snapshot of a server that has stopped changing: after a (re)start PipeWire brings its devices
+    /// and WirePlumber its defaults up over a second or so, and re-applying the route in the middle of
+    /// that would be undone. Returns once `quiet` seconds pass with no notification, or at `limit`.
+    public func snapshotWhenQuiet(timeout: Double, quiet: Double = 0.3, limit: Double = 3) throws(PulseError) -> Snapshot {
+        let end = Deadline(seconds: limit)
+        var snapshot = try self.snapshot(timeout: timeout)
+        while end.remainingMicroseconds > 0 {
+            let window = min(quiet, Double(end.remainingMicroseconds) / 1e6)
+            guard try waitForChanges(timeout: window) else { break }
             snapshot = try self.snapshot(timeout: timeout)
         }
         return snapshot

@@ -74,8 +74,11 @@ public enum Planner {
         if let output = best(wanted, status) {
             return actions(toward: output, snapshot, status, preferredInput, outcome: .switchTo)
         }
-        // Rule 4: nothing of that kind here. An earpiece degrades to the speaker; an absent external
-        // device to the speaker too, the built-in route of last resort.
+        // Rule 4: nothing of that kind here. An external device in use keeps the sound (rule 1);
+        // otherwise an earpiece, or an absent external device, degrades to the speaker.
+        if status.route.isExternal, let current = status.output, current.isAvailable {
+            return Plan(outcome: .fellBack(from: request.target), actions: [], output: current, needsReplan: false)
+        }
         if let speaker = best(.speaker, status) {
             return actions(toward: speaker, snapshot, status, preferredInput, outcome: .fellBack(from: request.target))
         }
@@ -119,7 +122,8 @@ public enum Planner {
         for input in snapshot.sinkInputs where input.sink != sink.index {
             actions.append(.moveSinkInput(index: input.index, sink: sink.name))
         }
-        if let source = inputSource(for: sink, snapshot, preferredInput), source != snapshot.server.defaultSourceName {
+        if let source = inputSource(for: sink, route: output.route, snapshot, preferredInput),
+           source != snapshot.server.defaultSourceName {
             actions.append(.setDefaultSource(source))
         }
         return Plan(outcome: outcome, actions: actions, output: output, needsReplan: false)
@@ -127,11 +131,9 @@ public enum Planner {
 
     /// The microphone that goes with an output: the preferred input while it is present, else the
     /// headset's own microphone (a source of the same card), else leave the server's choice.
-    static func inputSource(for sink: Sink, _ snapshot: Snapshot, _ preferredInput: String?) -> String? {
+    static func inputSource(for sink: Sink, route: Route, _ snapshot: Snapshot, _ preferredInput: String?) -> String? {
         if let preferredInput, snapshot.sources.contains(where: { $0.name == preferredInput }) { return preferredInput }
-        guard let card = snapshot.card(of: sink) else { return nil }
-        let route = Status(snapshot: snapshot).outputs.first { $0.sink == sink.name }?.route
-        guard route?.isExternal == true else { return nil }
+        guard route.isExternal, let card = snapshot.card(of: sink) else { return nil }
         return snapshot.sources.first { !$0.isMonitor && snapshot.card(of: $0)?.index == card.index }?.name
     }
 }

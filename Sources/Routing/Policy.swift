@@ -36,6 +36,17 @@ public struct Decision: Equatable, Sendable {
 /// Only device changes lead to actions. A default-sink or port change that another client made (no
 /// device came or went) is reported and respected, and the preferences are left as they are (rule 5).
 public enum Policy {
+    /// Where the rules put the sound now: the most recently connected external device still
+    /// present, else the built-in target.
+    public static func choice(_ status: Status, _ state: PolicyState, defaultTarget: RouteTarget) -> RouteRequest {
+        for key in state.connected.reversed() {
+            if let output = status.outputs.first(where: { $0.deviceKey == key && $0.sink != nil && $0.isAvailable }) {
+                return RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
+            }
+        }
+        return RouteRequest(target: defaultTarget, force: true)
+    }
+
     public static func decide(_ change: Change, state: inout PolicyState, preferences: Preferences,
                               muteOnFallback: Bool) -> Decision {
         var decision = Decision()
@@ -46,7 +57,7 @@ public enum Policy {
             state.connected.append(output.deviceKey)
         }
 
-        if let newest = added.last {
+        if let newest = added.max(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) {
             // Rule 1: a newly connected external device becomes the route, and the override goes.
             decision.request = RouteRequest(target: newest.route == .bluetooth ? .bluetooth : .headset, device: newest.id)
             decision.reason = .newDeviceAvailable
@@ -55,14 +66,11 @@ public enum Policy {
             if preferences.override != nil { decision.clearOverride = "'\(removed[0].deviceKey)' was disconnected" }
             let wasRoute = change.previous.output.map { old in removed.contains { $0.deviceKey == old.deviceKey } } ?? false
             if wasRoute {
-                // Rule 3: fall back to the next most recent external device, else to the default.
-                if let next = state.connected.last,
-                   let output = change.current.outputs.first(where: { $0.deviceKey == next && $0.sink != nil && $0.isAvailable }) {
-                    decision.request = RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
-                } else {
-                    decision.request = RouteRequest(target: preferences.defaultTarget, force: true)
-                    decision.muteFallback = muteOnFallback
-                }
+                // Rule 3: fall back to the next most recent external device, else to the default
+                // (the override is cleared by this very change).
+                let request = choice(change.current, state, defaultTarget: preferences.defaultTarget)
+                decision.request = request
+                decision.muteFallback = muteOnFallback && request.target.isBuiltIn
                 decision.reason = .oldDeviceUnavailable
             }
         } else if change.current.output == nil, change.previous.output != nil,

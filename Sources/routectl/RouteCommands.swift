@@ -117,9 +117,13 @@ enum RouteCommands {
         case let .fellBack(from):
             reason = "no-\(from.route.rawValue)-output"
             exit = .fellBack
-            note = status.route == .speaker
-                ? "no \(from.route.rawValue) output here; fell back to the speaker (the preference is recorded)"
-                : "no \(from.route.rawValue) output here and no speaker to fall back to (the preference is recorded)"
+            if status.route == .speaker {
+                note = "no \(from.route.rawValue) output here; fell back to the speaker (the preference is recorded)"
+            } else if status.route.isExternal, let output = status.output {
+                note = "no \(from.route.rawValue) output here; \(output.route.rawValue) output '\(output.sink ?? output.id)' keeps the sound (the preference is recorded)"
+            } else {
+                note = "no \(from.route.rawValue) output here and no speaker to fall back to (the preference is recorded)"
+            }
         case .switchTo:
             // Honest reporting: the read-back, not the acknowledgement, says whether it worked.
             if let wanted = result.plan.output,

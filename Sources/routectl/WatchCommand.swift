@@ -42,17 +42,17 @@ struct Watcher {
                 guard try connection.waitForChanges(timeout: nil) else { break }
                 let next = try connection.snapshotAfterChange(timeout: options.timeout)
                 guard try handle(Change(previous: snapshot, current: next), next) else { break }
-            } catch let error as PulseError {
-                guard recover(from: error.description) else { break }
-            } catch let error as Failure where error.status == .noServer || !connection.isConnected {
-                // The server went away while routectl was acting on a change.
-                guard recover(from: error.message) else { break }
-            } catch let error as Failure {
+            } catch let error as Failure where error.status == .stateFile {
                 throw error
-            } catch let error as StateError {
-                throw State.failure(error)
             } catch {
-                throw Failure(status: .failed, message: "\(error)")
+                guard connection.isConnected else {
+                    // The server went away, while waiting or while acting on a change.
+                    guard try recover(from: (error as? Failure)?.message ?? "\(error)") else { break }
+                    continue
+                }
+                // A connected server refused one step (a stream that would not move, a device that
+                // vanished meanwhile): say so and keep watching; the next change is handled afresh.
+                Console.err("routectl: \((error as? Failure)?.message ?? "\(error)")\n")
             }
         }
         return .ok
@@ -107,10 +107,14 @@ struct Watcher {
         return (output.id, .override)
     }
 
-    func preferences() throws -> Preferences {
-        let persistent = try store.loadPersistent()
-        let record = store.overrideFile == nil ? nil : try store.loadOverride()
-        return Preferences(defaultTarget: persistent.defaultTarget, override: record?.target, preferredInput: persistent.preferredInput)
+    func preferences() throws(Failure) -> Preferences {
+        do {
+            let persistent = try store.loadPersistent()
+            let record = store.overrideFile == nil ? nil : try store.loadOverride()
+            return Preferences(defaultTarget: persistent.defaultTarget, override: record?.target, preferredInput: persistent.preferredInput)
+        } catch {
+            throw State.failure(error)
+        }
     }
 
     /// Removes the override file under its lock; false when there was none.
@@ -129,39 +133,43 @@ struct Watcher {
     }
 
     /// The server went away: say so, reconnect with backoff (capped at 2 s), re-apply what --apply
-    /// owns, and say `recovered` only once that worked. False when asked to stop meanwhile.
-    mutating func recover(from reason: String) -> Bool {
+    /// owns, and say `recovered` only once connected and re-applied. Only connection failures are
+    /// retried; a state file that cannot be read ends watch (exit 5). False when asked to stop.
+    mutating func recover(from reason: String) throws(Failure) -> Bool {
         guard emit(.interrupted(reason: reason)) else { return false }
         var delay = 0.1
         while connection.pause(seconds: delay) {
             delay = min(delay * 2, 2.0)
+            let fresh: Snapshot
             do {
                 try connection.reconnect(timeout: 2)
                 try connection.subscribe(timeout: options.timeout)
-                var fresh = try connection.snapshot(timeout: options.timeout)
-                if apply {
-                    let preferences = try self.preferences()
-                    policy = PolicyState(status: Status(snapshot: fresh))
-                    let request: RouteRequest
-                    if let newest = policy.connected.last,
-                       let output = Status(snapshot: fresh).outputs.first(where: { $0.deviceKey == newest && $0.sink != nil }) {
-                        request = RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
-                    } else {
-                        request = RouteRequest(target: preferences.effectiveTarget, force: true)
-                    }
-                    fresh = try RouteCommands.route(connection, request, preferredInput: preferences.preferredInput,
-                                                    timeout: options.timeout).snapshot
-                    if let input = preferences.preferredInput, fresh.sources.contains(where: { $0.name == input }),
-                       fresh.server.defaultSourceName != input {
-                        fresh = try connection.apply([.setDefaultSource(input)], timeout: options.timeout) { $0.server.defaultSourceName == input }
-                    }
-                }
-                snapshot = fresh
-                let status = Status(snapshot: fresh)
-                return emit(.recovered(route: status.route, output: status.output))
+                fresh = try connection.snapshotWhenQuiet(timeout: options.timeout)
             } catch {
                 continue
             }
+            snapshot = fresh
+            policy = PolicyState(status: Status(snapshot: fresh))
+            if apply {
+                clearStaleOverride(Status(snapshot: fresh))
+                let preferences = try self.preferences()
+                do {
+                    let request = Policy.choice(Status(snapshot: fresh), policy, defaultTarget: preferences.effectiveTarget)
+                    snapshot = try RouteCommands.route(connection, request, preferredInput: preferences.preferredInput,
+                                                       timeout: options.timeout).snapshot
+                    if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
+                       snapshot.server.defaultSourceName != input {
+                        snapshot = try connection.apply([.setDefaultSource(input)], timeout: options.timeout) {
+                            $0.server.defaultSourceName == input
+                        }
+                    }
+                } catch {
+                    guard connection.isConnected else { continue }
+                    Console.err("routectl: \((error as? Failure)?.message ?? "\(error)")\n")
+                }
+            }
+            let status = Status(snapshot: snapshot)
+            return emit(.recovered(route: status.route, output: status.output))
         }
         return false
     }
