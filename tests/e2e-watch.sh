@@ -91,6 +91,7 @@ plug bluetooth sim-bluetooth
 default_is sim-bluetooth
 wait_event "$dir/events" 1 override-cleared override=speaker
 expect_eq "plug bluetooth: the override is cleared" none "$(rc query override)"
+wait_event "$dir/events" 1 route route=bluetooth reason=new-device-available
 expect_eq "plug bluetooth: route event" 1 "$(events "$dir/events" route route=bluetooth reason=new-device-available)"
 unplug sim-headset
 settle

@@ -42,9 +42,9 @@ for pair in speaker:speaker earpiece:receiver headset:headset bluetooth:bluetoot
 done
 
 echo "-- options may stand before or after the command, as --opt=value or --opt value"
-expect_eq "query --json == --json query" "$(rc --json query)" "$(rc query --json)"
-expect_eq "--timeout=2 and --timeout 2" "$(rc --timeout=2 query route)" "$(rc query route --timeout 2)"
-expect_eq "routectl alone is query" "$(rc query)" "$(rc)"
+expect_same "query --json == --json query" rc --json query -- rc query --json
+expect_same "--timeout=2 and --timeout 2" rc --timeout=2 query route -- rc query route --timeout 2
+expect_same "routectl alone is query" rc query -- rc
 expect_eq "query FIELD --json" '{"route":"unknown"}' "$(rc query route --json)"
 
 echo "-- availability and server"
@@ -88,10 +88,10 @@ pactl set-default-sink sim-bluetooth
 wait_for "default sink sim-bluetooth" default_is sim-bluetooth
 rc dump >"$dir/dump.json"
 expect_eq "dump is one JSON object" sim-bluetooth "$(json_get server.default_sink_name <"$dir/dump.json")"
-expect_eq "--snapshot query" "$(rc query)" "$(rc --snapshot "$dir/dump.json" query)"
-expect_eq "--snapshot --json query" "$(rc --json query)" "$(rc --snapshot "$dir/dump.json" --json query)"
-expect_eq "--snapshot devices" "$(rc devices)" "$(rc --snapshot "$dir/dump.json" devices)"
-expect_eq "--snapshot dump is the dump" "$(cat "$dir/dump.json")" "$(rc --snapshot "$dir/dump.json" dump)"
+expect_same "--snapshot query" rc query -- rc --snapshot "$dir/dump.json" query
+expect_same "--snapshot --json query" rc --json query -- rc --snapshot "$dir/dump.json" --json query
+expect_same "--snapshot devices" rc devices -- rc --snapshot "$dir/dump.json" devices
+expect_same "--snapshot dump is the dump" cat "$dir/dump.json" -- rc --snapshot "$dir/dump.json" dump
 LC_ALL=C pactl -f json list >"$dir/pactl.json"
 python3 - "$dir/pactl.json" <<'PY'
 import json, subprocess, sys
@@ -99,7 +99,7 @@ d = json.load(open(sys.argv[1]))
 d["server"] = json.loads(subprocess.check_output(["pactl", "-f", "json", "info"], env={"LC_ALL": "C", **__import__("os").environ}))
 json.dump(d, open(sys.argv[1], "w"))
 PY
-expect_eq "a pactl dump with server added is a snapshot" "$(rc query route)" "$(rc --snapshot "$dir/pactl.json" query route)"
+expect_same "a pactl dump with server added is a snapshot" rc query route -- rc --snapshot "$dir/pactl.json" query route
 printf '{"server": ' >"$dir/bad.json"
 run_rc rc --snapshot "$dir/bad.json" query
 expect_eq "corrupt snapshot: exit 1" 1 "$rc"
@@ -149,8 +149,9 @@ expect_match "silent server: says it timed out" '^routectl: Connection failure: 
 if [ "$elapsed" -lt 2000 ]; then ok "silent server: gave up after ${elapsed} ms (timeout 0.5 s)"; else not_ok "silent server: took ${elapsed} ms"; fi
 
 echo "-- help and version"
-expect_eq "-h, --help and help print the same" "$(rc --help)" "$(rc -h)"
-expect_eq "help query == query --help" "$(rc help query)" "$(rc query --help)"
+expect_same "-h, --help and help print the same" rc --help -- rc -h
+expect_same "help == --help" rc --help -- rc help
+expect_same "help query == query --help" rc help query -- rc query --help
 expect_match "--version names libpulse" '^routectl [0-9.]+ \(libpulse: compiled with [0-9.]+, linked with [0-9.]+\)$' "$(rc --version)"
 
 summary

@@ -97,3 +97,17 @@ wait_event() {
 	echo "  timed out waiting for $count x $* in $file" >&2
 	return 1
 }
+
+# expect_same NAME CMD_A... -- CMD_B...: both exit 0, print something, and print the same.
+expect_same() {
+	local name=$1 a=() ra oa
+	shift
+	while [ "$1" != "--" ]; do a+=("$1"); shift; done
+	shift
+	run_rc "${a[@]}"
+	ra=$rc oa=$out
+	run_rc "$@"
+	if [ "$ra" = 0 ] && [ "$rc" = 0 ] && [ -n "$oa" ] && [ "$oa" = "$out" ]; then ok "$name"; else
+		not_ok "$name" "first:  exit $ra: $(printf '%s' "$oa" | head -3)" "second: exit $rc: $(printf '%s' "$out" | head -3)"
+	fi
+}

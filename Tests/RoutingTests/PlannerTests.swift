@@ -106,9 +106,16 @@ import Testing
         s.server.defaultSinkName = nil
         let plan = try Planner.plan(s, RouteRequest(target: .bluetooth, device: "bluez_sink.F4_4E_FD_11_22_33.handsfree_head_unit"))
         #expect(plan.actions.contains(.setDefaultSource("bluez_source.F4_4E_FD_11_22_33.handsfree_head_unit")))
+        // A preferred input that is present beats the headset's own microphone.
+        s.sources.append(Source(index: 20, name: "alsa_input.usb-Blue_Yeti-00.analog-stereo", description: "Yeti"))
         let preferred = try Planner.plan(s, RouteRequest(target: .bluetooth, device: "bluez_sink.F4_4E_FD_11_22_33.handsfree_head_unit"),
-                                         preferredInput: "bluez_source.F4_4E_FD_11_22_33.handsfree_head_unit")
-        #expect(preferred.actions.contains(.setDefaultSource("bluez_source.F4_4E_FD_11_22_33.handsfree_head_unit")))
+                                         preferredInput: "alsa_input.usb-Blue_Yeti-00.analog-stereo")
+        #expect(preferred.actions.contains(.setDefaultSource("alsa_input.usb-Blue_Yeti-00.analog-stereo")))
+        #expect(!preferred.actions.contains(.setDefaultSource("bluez_source.F4_4E_FD_11_22_33.handsfree_head_unit")))
+        // An absent preferred input leaves the headset's microphone.
+        let absent = try Planner.plan(s, RouteRequest(target: .bluetooth, device: "bluez_sink.F4_4E_FD_11_22_33.handsfree_head_unit"),
+                                      preferredInput: "gone")
+        #expect(absent.actions.contains(.setDefaultSource("bluez_source.F4_4E_FD_11_22_33.handsfree_head_unit")))
     }
 
     @Test func twoExternalsConnectedAtDifferentTimesTheLaterWins() throws {
@@ -128,6 +135,15 @@ import Testing
         #expect(plan.outcome == .fellBack(from: .earpiece))
         #expect(plan.expectedRoute == .speaker)
         #expect(plan.actions.isEmpty, "already on the speaker")
+    }
+
+    @Test func anAbsentExternalKindLeavesAnExternalRouteAlone() throws {
+        let s = try fixture("bluetooth-pulseaudio")
+        let plan = try Planner.plan(s, RouteRequest(target: .headset, device: nil))
+        // Every output here is Bluetooth: no wired headset, and the Bluetooth route keeps the sound.
+        #expect(plan.outcome == .fellBack(from: .headset))
+        #expect(plan.actions.isEmpty)
+        #expect(plan.expectedRoute == .bluetooth)
     }
 
     @Test func unknownDeviceIsAnError() throws {
