@@ -6,6 +6,32 @@ enum RouteCommands {
     /// How long a change may take to show on the server before routectl reports what it sees instead.
     static let settleSeconds = 3.0
 
+    /// Runs server work that may fail as libpulse (PulseError) or as routectl (Failure), as a Failure.
+    static func onServer<T>(_ body: () throws -> T) throws(Failure) -> T {
+        do {
+            return try body()
+        } catch let error as PulseError {
+            throw ServerAccess.failure(error)
+        } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(status: .failed, message: "\(error)")
+        }
+    }
+
+    /// Takes the override's lock (held by the caller to its end, so concurrent commands run one after
+    /// another) and reads both layers, failing on a corrupt file before anything is changed.
+    static func lockedState(_ store: StateStore) throws(Failure) -> (FileLock, PersistentState) {
+        do {
+            let lock = try store.lockOverride()
+            let persistent = try store.loadPersistent()
+            _ = try store.loadOverride()
+            return (lock, persistent)
+        } catch {
+            throw State.failure(error)
+        }
+    }
+
     struct Result {
         var snapshot: Snapshot
         var plan: Plan
@@ -16,14 +42,14 @@ enum RouteCommands {
     /// target exists only under another one; returns the route read back.
     static func route(_ connection: PulseConnection, _ request: RouteRequest, preferredInput: String?,
                       timeout: Double) throws(Failure) -> Result {
-        do {
+        try onServer {
             var snapshot = try connection.snapshot(timeout: timeout)
             for _ in 0..<3 {
                 let plan: Plan
                 do {
                     plan = try Planner.plan(snapshot, request, preferredInput: preferredInput)
                 } catch {
-                    throw Failure(status: .failed, message: error.description)
+                    throw Failure(status: .failed, message: "\(error)")
                 }
                 guard !plan.actions.isEmpty else { return Result(snapshot: snapshot, plan: plan) }
                 snapshot = try connection.apply(plan.actions, timeout: max(timeout, settleSeconds)) { s in
@@ -32,12 +58,6 @@ enum RouteCommands {
                 if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
             }
             throw Failure(status: .failed, message: "The card profile switch did not bring up the \(request.target.route.rawValue) output")
-        } catch let error as PulseError {
-            throw ServerAccess.failure(error)
-        } catch let error as Failure {
-            throw error
-        } catch {
-            throw Failure(status: .failed, message: "\(error)")
         }
     }
 
@@ -58,16 +78,8 @@ enum RouteCommands {
 
     static func set(_ request: RouteRequest, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
         let store = State.store()
-        let lock: FileLock
-        let persistent: PersistentState
-        do {
-            // Held to the end: concurrent `set`s run one after another and the last one's override stands.
-            lock = try store.lockOverride()
-            persistent = try store.loadPersistent()
-            _ = try store.loadOverride()
-        } catch {
-            throw State.failure(error)
-        }
+        // Concurrent `set`s run one after another and the last one's override stands.
+        let (lock, persistent) = try lockedState(store)
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
         let result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout)
@@ -83,15 +95,7 @@ enum RouteCommands {
 
     static func clear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
         let store = State.store()
-        let lock: FileLock
-        let persistent: PersistentState
-        do {
-            lock = try store.lockOverride()
-            persistent = try store.loadPersistent()
-            _ = try store.loadOverride()
-        } catch {
-            throw State.failure(error)
-        }
+        let (lock, persistent) = try lockedState(store)
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
         let result = try route(connection, RouteRequest(target: persistent.defaultTarget),
@@ -212,23 +216,16 @@ enum RouteCommands {
         }
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
-        let snapshot: Snapshot
-        do {
+        let snapshot: Snapshot = try onServer {
             let before = try connection.snapshot(timeout: options.timeout)
             let status = Status(snapshot: before)
             guard let input = status.inputs.first(where: { $0.source == id }) else {
                 let names = status.inputs.map(\.source)
                 throw Failure(status: .failed, message: "No input named '\(id)'.\(ArgumentParser.suggestion(id, names)) See 'routectl input list'.")
             }
-            snapshot = try connection.apply([.setDefaultSource(input.source)], timeout: max(options.timeout, settleSeconds)) {
+            return try connection.apply([.setDefaultSource(input.source)], timeout: max(options.timeout, settleSeconds)) {
                 $0.server.defaultSourceName == input.source
             }
-        } catch let error as PulseError {
-            throw ServerAccess.failure(error)
-        } catch let error as Failure {
-            throw error
-        } catch {
-            throw Failure(status: .failed, message: "\(error)")
         }
         guard snapshot.server.defaultSourceName == id else {
             throw Failure(status: .failed, message: "The server did not make '\(id)' the default input; it is '\(snapshot.server.defaultSourceName ?? "none")'")
