@@ -71,7 +71,11 @@ PA
 			done
 			echo "]"
 		} >"$conf/routectl-preload.conf"
-		setsid dbus-run-session -- sh -c 'pipewire & wireplumber & exec pipewire-pulse' \
+		# pipewire-pulse started before PipeWire's socket exists runs without a core ("Host is
+		# down") and drops its pulse.cmd: start the three in order.
+		setsid dbus-run-session -- sh -c 'pipewire & i=0
+			while [ ! -S "$PIPEWIRE_RUNTIME_DIR/pipewire-0" ] && [ $i -lt 200 ]; do sleep 0.02; i=$((i + 1)); done
+			wireplumber & exec pipewire-pulse' \
 			>"$dir/server.log" 2>&1 &
 		echo $! >"$dir/pids"
 		;;

@@ -11,7 +11,7 @@ routectl=${2:-$root/.build/release/routectl}
 [ -x "$routectl" ] || { echo "e2e: no routectl at $routectl (run make build)" >&2; exit 1; }
 dir=$(mktemp -d "/tmp/routectl-watch-$server.XXXXXX")
 watcher=
-cleanup() { [ -n "$watcher" ] && kill "$watcher" 2>/dev/null; "$root/scripts/server.sh" stop "$dir"; [ -n "${KEEP:-}" ] && cp "$dir/events" /tmp/last-events; rm -rf "$dir"; }
+cleanup() { [ -n "$watcher" ] && kill "$watcher" 2>/dev/null; "$root/scripts/server.sh" stop "$dir"; [ -n "${KEEP:-}" ] && cp "$dir/events" /tmp/last-events 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 export PRELOAD="speaker:sim-speaker earpiece:sim-earpiece"
 eval "$("$root/scripts/server.sh" start "$server" "$dir")"
@@ -30,7 +30,9 @@ stop_watch() {
 settle() { pactl info >/dev/null; sleep 0.3; }
 
 echo "== $server: $(pactl info | sed -n 's/^Server Name: //p')"
-wait_for "preloaded sinks" sh -c 'pactl list short sinks | grep -q sim-earpiece'
+wait_for "preloaded sinks" sh -c 'pactl list short sinks | grep -q sim-earpiece' || {
+	pactl list short sinks >&2; tail -20 "$dir/server.log" >&2; exit 1
+}
 set_default sim-speaker
 
 echo "-- watch --json: the initial route, then plug and unplug with their reasons"

@@ -30,7 +30,7 @@ extension PulseConnection {
         let acks = AckCollector()
         acks.operations = [operation]
         try sent(pa_context_subscribe(ctx, pa_subscription_mask_t(rawValue: mask), ackCallback,
-                                      Unmanaged.passUnretained(acks).toOpaque()), operation)
+                                      Unmanaged.passUnretained(acks).toOpaque()), operation, owner: acks)
         acks.pending = 1
         try wait(for: acks, timeout: timeout)
         subscribed = true
@@ -69,7 +69,7 @@ extension PulseConnection {
             // Acknowledgements arrive in order; each callback takes the next operation's name.
             if case .moveSinkInput = action { acks.bestEffort.insert(acks.operations.count) }
             acks.operations.append(operation)
-            try sent(op, operation)
+            try sent(op, operation, owner: acks)
             acks.pending += 1
         }
         try wait(for: acks, timeout: timeout)
@@ -91,9 +91,7 @@ extension PulseConnection {
     }
 
     func wait(for acks: AckCollector, timeout: Double) throws(PulseError) {
-        try withExtendedLifetime(acks) { () throws(PulseError) in
-            try run(until: { _ in acks.pending == 0 }, deadline: Deadline(seconds: timeout), operation: acks.operations.last ?? "")
-        }
+        try run(until: { _ in acks.pending == 0 }, deadline: Deadline(seconds: timeout), operation: acks.operations.last ?? "")
         if let failure = acks.failure { throw PulseError(code: failure.code, operation: failure.operation) }
     }
 }

@@ -43,7 +43,7 @@ extension PulseConnection {
                 name: string(i.server_name) ?? "unknown", version: string(i.server_version) ?? "",
                 defaultSinkName: string(i.default_sink_name), defaultSourceName: string(i.default_source_name),
                 hostName: string(i.host_name))
-        }, ud), operation)
+        }, ud), operation, owner: builder)
         builder.pending += 1
 
         try sent(pa_context_get_sink_info_list(ctx, { c, info, eol, ud in
@@ -56,7 +56,7 @@ extension PulseConnection {
                 ownerModule: validIndex(i.owner_module), card: validIndex(i.card),
                 monitorSource: string(i.monitor_source_name), properties: properties(i.proplist),
                 ports: ports(i.ports, Int(i.n_ports)), activePort: i.active_port.flatMap { string($0.pointee.name) }))
-        }, ud), operation)
+        }, ud), operation, owner: builder)
         builder.pending += 1
 
         try sent(pa_context_get_source_info_list(ctx, { c, info, eol, ud in
@@ -70,7 +70,7 @@ extension PulseConnection {
                 monitorOfSink: i.monitor_of_sink == UInt32.max ? nil : string(i.monitor_of_sink_name),
                 properties: properties(i.proplist), ports: ports(i.ports, Int(i.n_ports)),
                 activePort: i.active_port.flatMap { string($0.pointee.name) }))
-        }, ud), operation)
+        }, ud), operation, owner: builder)
         builder.pending += 1
 
         try sent(pa_context_get_card_info_list(ctx, { c, info, eol, ud in
@@ -108,7 +108,7 @@ extension PulseConnection {
                 index: i.index, name: string(i.name) ?? "", driver: string(i.driver) ?? "",
                 ownerModule: validIndex(i.owner_module), properties: properties(i.proplist), profiles: profiles,
                 activeProfile: i.active_profile2.flatMap { string($0.pointee.name) }, ports: cardPorts))
-        }, ud), operation)
+        }, ud), operation, owner: builder)
         builder.pending += 1
 
         try sent(pa_context_get_sink_input_info_list(ctx, { c, info, eol, ud in
@@ -117,7 +117,7 @@ extension PulseConnection {
             guard let i = info?.pointee else { return }
             b.sinkInputs.append(SinkInput(index: i.index, sink: i.sink, client: validIndex(i.client),
                                           corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
-        }, ud), operation)
+        }, ud), operation, owner: builder)
         builder.pending += 1
 
         try sent(pa_context_get_source_output_info_list(ctx, { c, info, eol, ud in
@@ -126,12 +126,10 @@ extension PulseConnection {
             guard let i = info?.pointee else { return }
             b.sourceOutputs.append(SourceOutput(index: i.index, source: i.source, client: validIndex(i.client),
                                                 corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
-        }, ud), operation)
+        }, ud), operation, owner: builder)
         builder.pending += 1
 
-        try withExtendedLifetime(builder) { () throws(PulseError) in
-            try run(until: { _ in builder.pending == 0 }, deadline: Deadline(seconds: timeout), operation: operation)
-        }
+        try run(until: { _ in builder.pending == 0 }, deadline: Deadline(seconds: timeout), operation: operation)
         if let failure = builder.failure { throw PulseError(code: failure.code, operation: failure.operation) }
         guard var server = builder.server else { throw PulseError.noEntity(operation) }
         server.serverString = serverString

@@ -110,10 +110,17 @@ public final class PulseConnection {
         return context
     }
 
-    /// Takes a just-sent request: a null operation means it was not sent; otherwise it is released at
-    /// once (its callback still runs), as pactl does.
-    func sent(_ op: OpaquePointer?, _ operation: String) throws(PulseError) {
+    /// Takes a just-sent request: a null operation means it was not sent. Otherwise `owner` (the
+    /// object the request's callbacks get as userdata) is retained until the operation is done or
+    /// cancelled, which its state callback sees even when the data callback never runs (a timeout,
+    /// a context that died); then the operation itself is released at once, as pactl does.
+    func sent(_ op: OpaquePointer?, _ operation: String, owner: AnyObject) throws(PulseError) {
         guard let op else { throw PulseError(code: pa_context_errno(context), operation: operation) }
+        pa_operation_set_state_callback(op, { op, ud in
+            if pa_operation_get_state(op) != PA_OPERATION_RUNNING {
+                Unmanaged<AnyObject>.fromOpaque(ud!).release()
+            }
+        }, Unmanaged<AnyObject>.passRetained(owner).toOpaque())
         pa_operation_unref(op)
     }
 }
