@@ -89,7 +89,8 @@ enum Grammar {
               until 'routectl clear', until an external device is connected or disconnected, or until
               logout. While Bluetooth or a headset is the route, 'set speaker' and 'set earpiece' record
               the override and leave the sound where it is (exit 0, with a note); --force switches anyway.
-              With no output of the kind here the route falls back to the speaker (exit 3; recorded).
+              With no output of the kind here the route falls back to the speaker, or stays on an external
+              device in use (exit 3; recorded).
               bluetooth and headset pick the most recently connected device unless --device names one.
             """),
         CommandSpec(
