@@ -78,7 +78,7 @@ struct Watcher {
             let result = try RouteCommands.route(connection, request, preferredInput: preferences.preferredInput,
                                                  timeout: options.timeout)
             after = result.snapshot
-            if decision.muteFallback, let sink = Status(snapshot: after).output?.sink, Status(snapshot: after).route == .speaker {
+            if decision.muteFallback, result.status.route == .speaker, let sink = result.status.output?.sink {
                 after = try connection.apply([.setSinkMute(sink: sink, mute: true)], timeout: options.timeout) { s in
                     s.sinks.first { $0.name == sink }?.mute == true
                 }
@@ -87,10 +87,11 @@ struct Watcher {
         if let input = decision.restoreInput {
             after = try connection.apply([.setDefaultSource(input)], timeout: options.timeout) { $0.server.defaultSourceName == input }
         }
-        let own = Status(snapshot: after).output.map { ($0.id, decision.reason ?? .override) }
-        // One route event from where the user was to where the rules put the sound.
-        var settled = Events.diff(Change(previous: next, current: after), own: own).filter { $0.type != "route" }
-        let before = change.previous, now = Status(snapshot: after)
+        // One route event from where the user was to where the rules put the sound; the other events
+        // of routectl's own steps (the microphone that followed, say) after it.
+        let steps = Change(previous: next, current: after)
+        var settled = Events.diff(steps).filter { $0.type != "route" }
+        let before = change.previous, now = steps.current
         if before.route != now.route || before.output?.id != now.output?.id {
             settled.insert(.route(route: now.route, previous: before.route, reason: decision.reason ?? .override, output: now.output), at: 0)
         }
