@@ -29,7 +29,7 @@ wait_for "default sim-speaker" sh -c '[ "$(pactl get-default-sink)" = sim-speake
 
 echo "-- set each target; the server's default sink follows"
 run_rc rc set earpiece
-expect_eq "set earpiece: exit 0" 0 "$rc"
+expect_rc "set earpiece: exit 0" 0
 expect_eq "set earpiece: pactl default" sim-earpiece "$(default_sink)"
 expect_eq "set earpiece: route read back" "route     receiver" "$(printf '%s\n' "$out" | head -1)"
 expect_eq "set earpiece: override recorded" earpiece "$(json_get override <"$override")"
@@ -38,7 +38,7 @@ expect_eq "receiver is earpiece" earpiece "$(printf '%s' "$out" | json_get targe
 plug headset sim-headset
 run_rc rc set headset
 expect_eq "set headset: pactl default" sim-headset "$(default_sink)"
-expect_eq "set headset: exit 0" 0 "$rc"
+expect_rc "set headset: exit 0" 0
 
 echo "-- a playing stream moves with the route"
 paplay --raw --device=sim-headset </dev/zero &
@@ -55,7 +55,7 @@ plug bluetooth sim-bluetooth
 run_rc rc set bluetooth
 expect_eq "set bluetooth: pactl default" sim-bluetooth "$(default_sink)"
 run_rc rc set speaker --json
-expect_eq "set speaker on bluetooth: exit 0" 0 "$rc"
+expect_rc "set speaker on bluetooth: exit 0" 0
 expect_eq "set speaker on bluetooth: route stays" sim-bluetooth "$(default_sink)"
 expect_eq "set speaker on bluetooth: applied false" false "$(printf '%s' "$out" | json_get applied)"
 expect_eq "set speaker on bluetooth: reason" external-device-active "$(printf '%s' "$out" | json_get reason)"
@@ -64,7 +64,7 @@ expect_eq "set speaker on bluetooth: override recorded" speaker "$(json_get over
 run_rc rc -q set speaker
 expect_eq "-q silences the note" "" "$err"
 run_rc rc set speaker --force
-expect_eq "--force: exit 0" 0 "$rc"
+expect_rc "--force: exit 0" 0
 expect_eq "--force: pactl default" sim-speaker "$(default_sink)"
 
 echo "-- clear returns to the default"
@@ -75,7 +75,7 @@ expect_eq "clear on a headset: the headset keeps priority" sim-headset "$(defaul
 expect_eq "clear on a headset: applied false" false "$(printf '%s' "$out" | json_get applied)"
 rc set speaker --force >/dev/null
 run_rc rc clear
-expect_eq "clear: exit 0" 0 "$rc"
+expect_rc "clear: exit 0" 0
 expect_eq "clear: pactl default is the default target" sim-earpiece "$(default_sink)"
 expect_eq "clear: no override file" no "$([ -e "$override" ] && echo yes || echo no)"
 expect_eq "clear: query override" none "$(rc query override)"
@@ -101,7 +101,7 @@ echo "-- earpiece where there is none: recorded, falls back to the speaker, exit
 pactl set-default-sink sim-speaker
 unplug sim-earpiece
 run_rc rc set earpiece --json
-expect_eq "no receiver: exit 3" 3 "$rc"
+expect_rc "no receiver: exit 3" 3
 expect_eq "no receiver: route speaker" speaker "$(printf '%s' "$out" | json_get route)"
 expect_eq "no receiver: fell_back" true "$(printf '%s' "$out" | json_get fell_back)"
 expect_eq "no receiver: recorded" earpiece "$(json_get override <"$override")"
@@ -112,19 +112,19 @@ plug earpiece sim-earpiece
 echo "-- a target the server cannot reach: exit 1, state unchanged"
 cp "$override" "$dir/override.before"
 run_rc rc set headset --device no-such-thing
-expect_eq "unknown device: exit 1" 1 "$rc"
+expect_rc "unknown device: exit 1" 1
 expect_eq "unknown device: the line" "routectl: no headset output named 'no-such-thing' (see 'routectl devices')" "$err"
 expect_eq "unknown device: override unchanged" same "$(cmp -s "$override" "$dir/override.before" && echo same || echo changed)"
 
 echo "-- no server: exit 4, nothing recorded"
 run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 set headset
-expect_eq "set without server: exit 4" 4 "$rc"
+expect_rc "set without server: exit 4" 4
 expect_eq "set without server: override unchanged" same "$(cmp -s "$override" "$dir/override.before" && echo same || echo changed)"
 run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 clear
-expect_eq "clear without server: exit 4" 4 "$rc"
+expect_rc "clear without server: exit 4" 4
 expect_eq "clear without server: override kept" yes "$([ -e "$override" ] && echo yes || echo no)"
 run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 input set x
-expect_eq "input set without server: exit 4" 4 "$rc"
+expect_rc "input set without server: exit 4" 4
 run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" default speaker
 expect_eq "default needs no server" 0 "$rc"
 expect_eq "default recorded" speaker "$(json_get default <"$state")"
@@ -136,14 +136,27 @@ run_rc rc input list
 expect_match "input list shows sim-mic" ' sim-mic +sim-mic$' "$out"
 expect_eq "input list hides monitors" 0 "$(printf '%s\n' "$out" | grep -c '\.monitor' || true)"
 run_rc rc input set sim-mic
-expect_eq "input set: exit 0" 0 "$rc"
+expect_rc "input set: exit 0" 0
 expect_eq "input set: pactl default source" sim-mic "$(pactl get-default-source)"
 expect_eq "input set: remembered" sim-mic "$(json_get preferred_input <"$state")"
 run_rc rc input set sim-mik
-expect_eq "input set unknown: exit 1" 1 "$rc"
+expect_rc "input set unknown: exit 1" 1
 expect_eq "input set unknown: the line" "routectl: No input named 'sim-mik'. Did you mean 'sim-mic'? See 'routectl input list'." "$err"
+rc input clear >/dev/null
+rc default speaker >/dev/null
+# Writers of different fields at once: without the lock one read-modify-write would undo another.
+pids=()
+for i in $(seq 1 20); do rc default earpiece >/dev/null 2>&1 & pids+=($!); done
+rc input set sim-mic >/dev/null 2>&1 & pids+=($!)
+for i in $(seq 1 20); do rc default earpiece >/dev/null 2>&1 & pids+=($!); done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+expect_eq "concurrent default and input set: all succeeded" 0 "$bad"
+expect_eq "concurrent default and input set: the default stands" earpiece "$(json_get default <"$state")"
+expect_eq "concurrent default and input set: the preferred input was not lost" sim-mic "$(json_get preferred_input <"$state")"
 run_rc rc input clear
 expect_eq "input clear: forgotten" null "$(json_get preferred_input <"$state")"
+rc default speaker >/dev/null
 
 echo "-- 50 concurrent set/default invocations leave valid state files"
 pids=()
@@ -166,14 +179,14 @@ cp "$state" "$dir/state.corrupt"
 for args in "default earpiece" "set speaker" "query" "default"; do
 	# shellcheck disable=SC2086
 	run_rc rc $args
-	expect_eq "corrupt state, '$args': exit 5" 5 "$rc"
+	expect_rc "corrupt state, '$args': exit 5" 5
 	expect_match "corrupt state, '$args': names the path" "^routectl: $state: " "$err"
 	expect_eq "corrupt state, '$args': file unchanged" same "$(cmp -s "$state" "$dir/state.corrupt" && echo same || echo changed)"
 done
 rm "$state"
 printf 'garbage' >"$override"
 run_rc rc set speaker
-expect_eq "corrupt override: exit 5" 5 "$rc"
+expect_rc "corrupt override: exit 5" 5
 expect_eq "corrupt override: unchanged" garbage "$(cat "$override")"
 rm "$override"
 
@@ -182,7 +195,7 @@ expect_eq "state dir is 0700" 700 "$(stat -c %a "$XDG_STATE_HOME/routectl")"
 expect_eq "runtime dir is 0700" 700 "$(stat -c %a "$XDG_RUNTIME_DIR/routectl")"
 mkdir -p "$dir/other-run" && chown 65534 "$dir/other-run"
 run_rc env XDG_RUNTIME_DIR="$dir/other-run" "$routectl" set speaker
-expect_eq "foreign runtime dir: exit 5" 5 "$rc"
+expect_rc "foreign runtime dir: exit 5" 5
 expect_match "foreign runtime dir: says whose" "^routectl: $dir/other-run: the runtime directory belongs to uid 65534" "$err"
 expect_eq "foreign runtime dir: nothing written" "" "$(ls -A "$dir/other-run")"
 

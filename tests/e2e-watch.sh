@@ -80,7 +80,7 @@ rc default earpiece >/dev/null
 set_default sim-speaker
 start_watch watch --apply --json
 run_rc rc watch --apply
-expect_eq "a second --apply: exit 1" 1 "$rc"
+expect_rc "a second --apply: exit 1" 1
 expect_match "a second --apply: says who holds it" "^routectl: Another 'routectl watch --apply' is running \(pid $watcher\); one per session\.$" "$err"
 plug headset sim-headset
 default_is sim-headset
@@ -142,11 +142,11 @@ pactl set-sink-mute sim-speaker 0
 
 echo "-- wait: returns on a plug, times out otherwise"
 run_rc rc wait speaker --timeout 2
-expect_eq "wait for the current route: exit 0" 0 "$rc"
+expect_rc "wait for the current route: exit 0" 0
 start=$(date +%s%N)
 run_rc rc wait bluetooth --timeout 0.5
 elapsed=$((($(date +%s%N) - start) / 1000000))
-expect_eq "wait times out: exit 1" 1 "$rc"
+expect_rc "wait times out: exit 1" 1
 if [ "$elapsed" -lt 2000 ]; then ok "wait gave up after ${elapsed} ms (timeout 0.5 s)"; else not_ok "wait took ${elapsed} ms"; fi
 "$routectl" wait headset --timeout 10 >"$dir/wait.out" &
 waiter=$!

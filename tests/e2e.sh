@@ -30,7 +30,7 @@ for pair in speaker:speaker earpiece:receiver headset:headset bluetooth:bluetoot
 	wait_for "default sink sim-$kind" default_is "sim-$kind"
 	run_rc rc query route
 	expect_eq "$kind: query route" "$route" "$out"
-	expect_eq "$kind: query route exits 0" 0 "$rc"
+	expect_rc "$kind: query route exits 0" 0
 	run_rc rc query
 	expect_eq "$kind: status line" "route        $route" "$(printf '%s\n' "$out" | head -1)"
 	expect_eq "$kind: status names the sink" "sink         sim-$kind" "$(printf '%s\n' "$out" | grep '^sink ')"
@@ -102,7 +102,7 @@ PY
 expect_same "a pactl dump with server added is a snapshot" rc query route -- rc --snapshot "$dir/pactl.json" query route
 printf '{"server": ' >"$dir/bad.json"
 run_rc rc --snapshot "$dir/bad.json" query
-expect_eq "corrupt snapshot: exit 1" 1 "$rc"
+expect_rc "corrupt snapshot: exit 1" 1
 expect_match "corrupt snapshot: names the file" "^routectl: '$dir/bad.json' is not a routectl snapshot: " "$err"
 
 echo "-- bad words: exit 2, one line, before any connection"
@@ -123,7 +123,7 @@ for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
 	args=${case%%|*} message=${case#*|}
 	# shellcheck disable=SC2086
 	run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" $args
-	expect_eq "'$args': exit 2" 2 "$rc"
+	expect_rc "'$args': exit 2" 2
 	expect_eq "'$args': the line" "routectl: $message See 'routectl --help'." "$err"
 	expect_eq "'$args': nothing on stdout" "" "$out"
 done
@@ -131,7 +131,7 @@ done
 echo "-- no server: exit 4 within the timeout"
 start=$(date +%s%N)
 run_rc env PULSE_SERVER="unix:$dir/nothing-here" "$routectl" --timeout 1 query
-expect_eq "refused: exit 4" 4 "$rc"
+expect_rc "refused: exit 4" 4
 expect_match "refused: one line with a hint" '^routectl: Connection failure: Connection refused\. Is a PulseAudio or PipeWire server running\?' "$err"
 expect_eq "refused: one line" 1 "$(printf '%s\n' "$err" | wc -l)"
 # A socket that accepts and never answers: only the timeout ends the wait.
@@ -144,7 +144,7 @@ start=$(date +%s%N)
 run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" --timeout 0.5 query
 elapsed=$((($(date +%s%N) - start) / 1000000))
 kill "$hole"
-expect_eq "silent server: exit 4" 4 "$rc"
+expect_rc "silent server: exit 4" 4
 expect_match "silent server: says it timed out" '^routectl: Connection failure: Timeout' "$err"
 if [ "$elapsed" -lt 2000 ]; then ok "silent server: gave up after ${elapsed} ms (timeout 0.5 s)"; else not_ok "silent server: took ${elapsed} ms"; fi
 

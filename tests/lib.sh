@@ -111,3 +111,8 @@ expect_same() {
 		not_ok "$name" "first:  exit $ra: $(printf '%s' "$oa" | head -3)" "second: exit $rc: $(printf '%s' "$out" | head -3)"
 	fi
 }
+
+# expect_rc NAME EXPECTED: the status of the last run_rc; on a mismatch, its stderr says why.
+expect_rc() {
+	if [ "$2" = "$rc" ]; then ok "$1"; else not_ok "$1" "expected exit $2, got $rc" "stderr: $err"; fi
+}
