@@ -101,10 +101,11 @@ extension FileIO {
 public final class FileLock {
     let fd: Int32
 
-    public init(_ path: String) throws(FileError) {
+    /// With `wait` false, a lock held elsewhere fails at once with EWOULDBLOCK.
+    public init(_ path: String, wait: Bool = true) throws(FileError) {
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FileError(path: path, errno: errno) }
-        while flock(fd, LOCK_EX) != 0 {
+        while flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             let e = errno
             close(fd)
@@ -113,6 +114,12 @@ public final class FileLock {
     }
 
     deinit { close(fd) }
+
+    /// Replaces the lock file's text (say, the holder's pid, for whoever finds it locked).
+    public func record(_ text: String) {
+        ftruncate(fd, 0)
+        _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
+    }
 }
 
 @available(*, unavailable)

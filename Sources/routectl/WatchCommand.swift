@@ -182,36 +182,26 @@ struct Watcher {
 }
 
 /// One `watch --apply` per user session: an flock on a file in the runtime dir that holds the pid.
-final class ApplyLock {
-    let fd: Int32
-
-    private init(fd: Int32) { self.fd = fd }
-    deinit { close(fd) }
-
-    static func acquire(_ store: StateStore) throws(Failure) -> ApplyLock {
+enum ApplyLock {
+    static func acquire(_ store: StateStore) throws(Failure) -> FileLock {
         guard let overrideFile = store.overrideFile else {
             throw Failure(status: .stateFile, message: "$XDG_RUNTIME_DIR: not set; 'watch --apply' keeps its lock in the runtime directory")
         }
+        // Taking (and dropping) the override's lock creates routectl's runtime dir and checks its owner.
         do { _ = try store.lockOverride() } catch { throw State.failure(error) }
         let path = overrideFile.replacingSuffix("override.json", with: "apply.lock")
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure(status: .stateFile, message: "\(path): cannot open: \(String(cString: strerror(errno)))") }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            var buffer = [UInt8](repeating: 0, count: 32)
-            let n = read(fd, &buffer, 31)
-            close(fd)
-            let pid = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingNewline : "unknown"
-            throw Failure(status: .failed, message: "Another 'routectl watch --apply' is running (pid \(pid)); one per session.")
+        do {
+            let lock = try FileLock(path, wait: false)
+            lock.record("\(getpid())\n")
+            return lock
+        } catch where error.errno == EWOULDBLOCK {
+            let pid = (try? FileIO.read(path)).map { String(decoding: $0, as: UTF8.self).trimmingNewline } ?? ""
+            throw Failure(status: .failed, message: "Another 'routectl watch --apply' is running (pid \(pid.isEmpty ? "unknown" : pid)); one per session.")
+        } catch {
+            throw Failure(status: .stateFile, message: "\(path): cannot lock: \(error)")
         }
-        ftruncate(fd, 0)
-        let text = "\(getpid())\n"
-        _ = text.withCString { write(fd, $0, strlen($0)) }
-        return ApplyLock(fd: fd)
     }
 }
-
-@available(*, unavailable)
-extension ApplyLock: Sendable {}
 
 extension String {
     func replacingSuffix(_ suffix: String, with replacement: String) -> String {
