@@ -2,21 +2,10 @@
 # End-to-end tests of route control (set, clear, default, input, state files) on a private server.
 #   tests/e2e-control.sh pulseaudio|pipewire [ROUTECTL]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-server=${1:?usage: e2e-control.sh pulseaudio|pipewire [routectl]}
-routectl=${2:-$root/.build/release/routectl}
-. "$here/lib.sh"
-
-[ -x "$routectl" ] || { echo "e2e: no routectl at $routectl (run make build)" >&2; exit 1; }
-dir=$(mktemp -d "/tmp/routectl-control-$server.XXXXXX")
+. "$(dirname "$0")/lib.sh"
 player=
-cleanup() { [ -n "$player" ] && kill "$player" 2>/dev/null; "$root/scripts/server.sh" stop "$dir"; rm -rf "$dir"; }
-trap cleanup EXIT
-eval "$("$root/scripts/server.sh" start "$server" "$dir")"
-rc() { "$routectl" "$@"; }
-plug() { "$root/scripts/server.sh" plug "$dir" "$1" "$2"; wait_for "sink $2" sh -c "pactl list short sinks | grep -q '$2'"; }
-unplug() { "$root/scripts/server.sh" unplug "$dir" "$1"; wait_for "no sink $1" sh -c "! pactl list short sinks | grep -q '$1'"; }
+before_cleanup() { [ -z "$player" ] || kill "$player" 2>/dev/null; }
+e2e_setup control "${1:?usage: e2e-control.sh pulseaudio|pipewire [routectl]}" "${2:-}"
 default_sink() { pactl get-default-sink; }
 state="$XDG_STATE_HOME/routectl/state.json"
 override="$XDG_RUNTIME_DIR/routectl/override.json"

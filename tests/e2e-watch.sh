@@ -2,22 +2,15 @@
 # End-to-end tests of watch, watch --apply and wait on a private server.
 #   tests/e2e-watch.sh pulseaudio|pipewire [ROUTECTL]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-server=${1:?usage: e2e-watch.sh pulseaudio|pipewire [routectl]}
-routectl=${2:-$root/.build/release/routectl}
-. "$here/lib.sh"
-
-[ -x "$routectl" ] || { echo "e2e: no routectl at $routectl (run make build)" >&2; exit 1; }
-dir=$(mktemp -d "/tmp/routectl-watch-$server.XXXXXX")
+. "$(dirname "$0")/lib.sh"
 watcher=
-cleanup() { [ -n "$watcher" ] && kill "$watcher" 2>/dev/null; "$root/scripts/server.sh" stop "$dir"; [ -n "${KEEP:-}" ] && cp "$dir/events" /tmp/last-events 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
+# KEEP=1 keeps the last events file in /tmp/last-events, to read after a failure.
+before_cleanup() {
+	[ -z "$watcher" ] || kill "$watcher" 2>/dev/null
+	[ -z "${KEEP:-}" ] || cp "$dir/events" /tmp/last-events 2>/dev/null
+}
 export PRELOAD="speaker:sim-speaker earpiece:sim-earpiece"
-eval "$("$root/scripts/server.sh" start "$server" "$dir")"
-rc() { "$routectl" "$@"; }
-plug() { "$root/scripts/server.sh" plug "$dir" "$1" "$2"; wait_for "sink $2" sh -c "pactl list short sinks | grep -q '$2'"; }
-unplug() { "$root/scripts/server.sh" unplug "$dir" "$1"; wait_for "no sink $1" sh -c "! pactl list short sinks | grep -q '$1'"; }
+e2e_setup watch "${1:?usage: e2e-watch.sh pulseaudio|pipewire [routectl]}" "${2:-}"
 default_is() { wait_for "default sink $1" sh -c "[ \"\$(pactl get-default-sink)\" = '$1' ]"; }
 set_default() { pactl set-default-sink "$1"; default_is "$1"; }
 start_watch() { "$routectl" "$@" >"$dir/events" 2>"$dir/watch.err" & watcher=$!; wait_event "$dir/events" 1 route reason=initial; }

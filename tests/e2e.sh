@@ -2,19 +2,10 @@
 # End-to-end tests: the built routectl against a private server with simulated devices (DESIGN.md §6).
 #   tests/e2e.sh pulseaudio|pipewire [ROUTECTL]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-server=${1:?usage: e2e.sh pulseaudio|pipewire [routectl]}
-routectl=${2:-$root/.build/release/routectl}
-. "$here/lib.sh"
-
-[ -x "$routectl" ] || { echo "e2e: no routectl at $routectl (run make build)" >&2; exit 1; }
-dir=$(mktemp -d "/tmp/routectl-e2e-$server.XXXXXX")
-cleanup() { "$root/scripts/server.sh" stop "$dir"; [ -n "${player:-}" ] && kill "$player" 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
-# A server that cannot start fails the run: nothing here is skipped.
-eval "$("$root/scripts/server.sh" start "$server" "$dir")"
-rc() { "$routectl" "$@"; }
+. "$(dirname "$0")/lib.sh"
+player=
+before_cleanup() { [ -z "$player" ] || kill "$player" 2>/dev/null; }
+e2e_setup e2e "${1:?usage: e2e.sh pulseaudio|pipewire [routectl]}" "${2:-}"
 default_is() { [ "$(pactl get-default-sink)" = "$1" ]; }
 
 echo "== $server: $(pactl info | sed -n 's/^Server Name: //p')"

@@ -1,5 +1,6 @@
-# Assertions for routectl's shell-driven end-to-end tests. Each check prints one line; the run
-# ends with "N passed, N failed" and fails when anything failed.
+# Assertions and set-up for routectl's shell-driven end-to-end tests. Each check prints one line;
+# the run ends with "N passed, N failed" and fails when anything failed.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 passed=0
 failed=0
 
@@ -116,3 +117,25 @@ expect_same() {
 expect_rc() {
 	if [ "$2" = "$rc" ]; then ok "$1"; else not_ok "$1" "expected exit $2, got $rc" "stderr: $err"; fi
 }
+
+# e2e_setup SUITE SERVER [ROUTECTL]: starts a private SERVER (pulseaudio or pipewire) in a fresh
+# directory, exports what reaches it, and stops and removes it at exit, after the script's own
+# before_cleanup if it defines one. A server that cannot start fails the run: nothing is skipped.
+e2e_setup() {
+	server=$2
+	routectl=${3:-$root/.build/release/routectl}
+	[ -x "$routectl" ] || { echo "e2e: no routectl at $routectl (run make build)" >&2; exit 1; }
+	dir=$(mktemp -d "/tmp/routectl-$1-$server.XXXXXX")
+	trap e2e_cleanup EXIT
+	eval "$("$root/scripts/server.sh" start "$server" "$dir")"
+}
+
+e2e_cleanup() {
+	if declare -F before_cleanup >/dev/null; then before_cleanup || true; fi
+	"$root/scripts/server.sh" stop "$dir"
+	rm -rf "$dir"
+}
+
+rc() { "$routectl" "$@"; }
+plug() { "$root/scripts/server.sh" plug "$dir" "$1" "$2"; wait_for "sink $2" sh -c "pactl list short sinks | grep -q '$2'"; }
+unplug() { "$root/scripts/server.sh" unplug "$dir" "$1"; wait_for "no sink $1" sh -c "! pactl list short sinks | grep -q '$1'"; }
