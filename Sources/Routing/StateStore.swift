@@ -88,6 +88,18 @@ public struct StateStore: Sendable {
         try write(stateFile, json)
     }
 
+    /// Changes the persistent state under its lock, read fresh, so concurrent writers of different
+    /// fields lose nothing; returns what was written.
+    @discardableResult
+    public func updatePersistent(_ change: (inout PersistentState) -> Void) throws(StateError) -> PersistentState {
+        let lock = try lockPersistent()
+        defer { withExtendedLifetime(lock) {} }
+        var state = try loadPersistent()
+        change(&state)
+        try savePersistent(state)
+        return state
+    }
+
     /// Holds the persistent file's lock: read, change and write under it.
     public func lockPersistent() throws(StateError) -> FileLock {
         try prepareDirectory(FileIO.directory(of: stateFile), isRuntime: false)

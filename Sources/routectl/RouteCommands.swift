@@ -163,22 +163,17 @@ enum RouteCommands {
 
     static func setDefault(_ target: RouteTarget?, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
         let store = State.store()
+        let shown: RouteTarget
         do {
-            guard let target else {
-                let persistent = try store.loadPersistent()
-                let text = options.json ? JSON.object([("default", .string(persistent.defaultTarget.rawValue))]).text : persistent.defaultTarget.rawValue
-                return Console.out(text + "\n") ? .ok : .failed
+            if let target {
+                shown = try store.updatePersistent { $0.defaultTarget = target }.defaultTarget
+            } else {
+                shown = try store.loadPersistent().defaultTarget
             }
-            let lock = try store.lockPersistent()
-            defer { withExtendedLifetime(lock) {} }
-            var persistent = try store.loadPersistent()
-            persistent.defaultTarget = target
-            try store.savePersistent(persistent)
         } catch {
             throw State.failure(error)
         }
-        let text = options.json ? JSON.object([("default", .string(target!.rawValue))]).text : target!.rawValue
-        return Console.out(text + "\n") ? .ok : .failed
+        return RouteCtl.write(options.json ? JSON.object([("default", .string(shown.rawValue))]).text + "\n" : shown.rawValue + "\n")
     }
 
     // MARK: input
@@ -236,13 +231,8 @@ enum RouteCommands {
     }
 
     static func inputClear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
-        let store = State.store()
         do {
-            let lock = try store.lockPersistent()
-            defer { withExtendedLifetime(lock) {} }
-            var persistent = try store.loadPersistent()
-            persistent.preferredInput = nil
-            try store.savePersistent(persistent)
+            try State.store().updatePersistent { $0.preferredInput = nil }
         } catch {
             throw State.failure(error)
         }
