@@ -80,8 +80,6 @@ public final class PulseConnection {
         return String(cString: s)
     }
 
-    var isAlive: Bool { state == PA_CONTEXT_READY }
-
     /// Iterates the main loop until `done` holds, the context dies, or the deadline passes (with no
     /// deadline it waits as long as it takes: no timer wakes it while nothing happens).
     func run(until done: (PulseConnection) -> Bool, deadline: Deadline?, operation: String) throws(PulseError) {

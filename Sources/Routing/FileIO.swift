@@ -64,8 +64,6 @@ extension FileIO {
         if unlink(path) != 0 && errno != ENOENT { throw FileError(path: path, errno: errno) }
     }
 
-    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
-
     /// Creates `path` and missing parents with mode 0700.
     public static func makeDirectories(_ path: String) throws(FileError) {
         var current = path.hasPrefix("/") ? "" : "."

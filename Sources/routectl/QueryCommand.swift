@@ -5,7 +5,7 @@ enum QueryCommand {
     static func render(_ status: Status, preferences: Preferences = Preferences(), field: QueryField?, json: Bool) -> String {
         if let field {
             let value = self.value(field, status, preferences)
-            return json ? JSON.object([(field.jsonKey, value)]).text + "\n" : text(value) + "\n"
+            return json ? JSON.object([(field.rawValue, value)]).text + "\n" : text(value) + "\n"
         }
         if json { return object(status, preferences).text + "\n" }
         var rows: [[String]] = QueryField.allCases
@@ -77,8 +77,4 @@ enum QueryCommand {
             ])),
         ])
     }
-}
-
-extension QueryField {
-    var jsonKey: String { rawValue }
 }
