@@ -62,6 +62,9 @@ extension PulseConnection {
             case let .setSinkMute(sink, mute):
                 operation = "Failed to \(mute ? "mute" : "unmute") sink '\(sink)'"
                 op = pa_context_set_sink_mute_by_name(ctx, sink, mute ? 1 : 0, ackCallback, ud)
+            case let .setSourcePort(source, port):
+                operation = "Failed to set port '\(port)' on source '\(source)'"
+                op = pa_context_set_source_port_by_name(ctx, source, port, ackCallback, ud)
             case let .setDefaultSource(source):
                 operation = "Failed to set default source '\(source)'"
                 op = pa_context_set_default_source(ctx, source, ackCallback, ud)

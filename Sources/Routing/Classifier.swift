@@ -98,7 +98,7 @@ public enum Classifier {
             || f.driver.hasPrefix("module-tunnel") || f.driver.hasPrefix("module-raop") {
             return .unknown
         }
-        if f.property("device.form_factor") == "internal" { return .speaker }
+        // `internal` alone says nothing: a line-out, a GPU's HDMI and a loopback are internal too.
         return nil
     }
 

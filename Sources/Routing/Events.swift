@@ -52,8 +52,8 @@ public struct Change: Sendable {
         self.previous = Status(snapshot: previous)
         self.current = Status(snapshot: current)
         let before = Change.present(self.previous), after = Change.present(self.current)
-        added = Change.unique(self.current.outputs.filter { after.contains($0.deviceKey) && !before.contains($0.deviceKey) })
-        removed = Change.unique(self.previous.outputs.filter { before.contains($0.deviceKey) && !after.contains($0.deviceKey) })
+        added = Change.unique(self.current.outputs.filter { after.contains($0.id) && !before.contains($0.id) })
+        removed = Change.unique(self.previous.outputs.filter { before.contains($0.id) && !after.contains($0.id) })
         var changed: Set<String> = []
         for card in current.cards {
             if let old = previous.cards.first(where: { $0.name == card.name }), old.activeProfile != card.activeProfile {
@@ -63,19 +63,23 @@ public struct Change: Sendable {
         profileChanged = changed
     }
 
-    /// The devices with an output present on a sink now and not known to be unplugged.
+    /// The outputs there to be used: on a sink or behind a profile switch, and not a jack known to
+    /// be empty. A built-in output hidden by a plugged jack is still there (no device-removed).
     static func present(_ status: Status) -> Set<String> {
-        Set(status.outputs.filter { $0.sink != nil && $0.isAvailable }.map(\.deviceKey))
+        Set(status.outputs.filter(\.isAvailable).map(\.id))
     }
 
-    /// One output per device (a Bluetooth card with two sinks is one device).
+    /// One output per id (a Bluetooth card with two sinks is one device).
     static func unique(_ outputs: [Output]) -> [Output] {
         var seen: Set<String> = []
-        return outputs.filter { $0.sink != nil && $0.isAvailable && seen.insert($0.deviceKey).inserted }
+        return outputs.filter { $0.isAvailable && seen.insert($0.id).inserted }
     }
 
+    /// The route moved: another kind, another output, or the same output on another sink (a profile
+    /// switch replaced the sink: another name on PulseAudio, another index on PipeWire).
     public var routeChanged: Bool {
         previous.route != current.route || previous.output?.id != current.output?.id
+            || previous.output?.sink != current.output?.sink || previous.output?.sinkIndex != current.output?.sinkIndex
     }
 }
 
@@ -102,8 +106,8 @@ public enum Events {
         let current = change.current.output, previous = change.previous.output
         if let own, current?.id == own.outputID { return own.reason }
         guard let current else { return .noSuitableRoute }
-        if change.added.contains(where: { $0.deviceKey == current.deviceKey }) { return .newDeviceAvailable }
-        if let previous, change.removed.contains(where: { $0.deviceKey == previous.deviceKey }) { return .oldDeviceUnavailable }
+        if change.added.contains(where: { $0.id == current.id }) { return .newDeviceAvailable }
+        if let previous, change.removed.contains(where: { $0.id == previous.id }) { return .oldDeviceUnavailable }
         if let card = current.cardName, change.profileChanged.contains(card) { return .categoryChange }
         if let card = previous?.cardName, change.profileChanged.contains(card) { return .categoryChange }
         if change.previous.server.defaultSinkName != change.current.server.defaultSinkName

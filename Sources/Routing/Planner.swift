@@ -5,6 +5,7 @@ public enum Action: Equatable, Sendable {
     case setDefaultSink(String)
     case moveSinkInput(index: UInt32, sink: String)
     case setDefaultSource(String)
+    case setSourcePort(source: String, port: String)
     case setSinkMute(sink: String, mute: Bool)
 }
 
@@ -53,15 +54,44 @@ public enum PlanningError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Turns (snapshot, request, preferred input) into actions (DESIGN.md §1 rules 1, 2, 4). Pure.
+/// What planning needs besides the snapshot and the request.
+public struct PlanContext: Equatable, Sendable {
+    /// The preferred input (an input id or a source name), when one is set.
+    public var preferredInput: String?
+    /// Call mode (rule 8): prefer a card's call profile rather than a non-call one.
+    public var inCall: Bool
+    /// The route before the command began (rule 7): a replan after routectl's own profile switch is
+    /// judged against it, not against the server's reaction (a transient default on an idle headset).
+    public var before: Output?
+    /// The default sink before the command began: only its streams follow the route (rule 5).
+    public var previousDefaultSink: String?
+
+    public init(preferredInput: String? = nil, inCall: Bool = false, before: Output? = nil, previousDefaultSink: String? = nil) {
+        self.preferredInput = preferredInput
+        self.inCall = inCall
+        self.before = before
+        self.previousDefaultSink = previousDefaultSink
+    }
+}
+
+/// Turns (snapshot, request, context) into actions (DESIGN.md §1 rules 1, 2, 4, 5, 7). Pure.
 public enum Planner {
     public static func plan(_ snapshot: Snapshot, _ request: RouteRequest, preferredInput: String? = nil) throws(PlanningError) -> Plan {
+        try plan(snapshot, request, PlanContext(preferredInput: preferredInput))
+    }
+
+    public static func plan(_ snapshot: Snapshot, _ request: RouteRequest, _ context: PlanContext) throws(PlanningError) -> Plan {
         let status = Status(snapshot: snapshot)
+        // Rule 7: the route before the command, not a transient the server picked after routectl's own step.
+        let before = context.before ?? status.output
+        let external = before.flatMap { old in
+            status.outputs.first { $0.id == old.id && $0.route.isExternal && $0.isAvailable }
+        }
 
         // Rule 2: a built-in target does not take the sound back from an external device unless forced
         // (an unplugged headphone jack is no device in use).
-        if request.target.isBuiltIn, !request.force, status.route.isExternal, let current = status.output, current.isAvailable {
-            return Plan(outcome: .externalKeepsPriority(current), actions: [], output: current, needsReplan: false)
+        if request.target.isBuiltIn, !request.force, let external {
+            return Plan(outcome: .externalKeepsPriority(external), actions: [], output: external, needsReplan: false)
         }
 
         let wanted = request.target.route
@@ -69,35 +99,63 @@ public enum Planner {
             guard let output = match(device, in: status.outputs, route: wanted) else {
                 throw .noSuchDevice(device, request.target)
             }
-            return actions(toward: output, snapshot, status, preferredInput, outcome: .switchTo)
+            return actions(toward: output, snapshot, status, context, outcome: .switchTo)
         }
-        if let output = best(wanted, status) {
-            return actions(toward: output, snapshot, status, preferredInput, outcome: .switchTo)
+        // A built-in output hidden by a plugged jack is reached only with --force (rule 4).
+        if let output = best(wanted, status, context, includeHidden: request.force) {
+            return actions(toward: output, snapshot, status, context, outcome: .switchTo)
         }
         // Rule 4: nothing of that kind here. An external device in use keeps the sound (rule 1);
-        // otherwise an earpiece, or an absent external device, degrades to the speaker.
-        if status.route.isExternal, let current = status.output, current.isAvailable {
-            return Plan(outcome: .fellBack(from: request.target), actions: [], output: current, needsReplan: false)
+        // otherwise an earpiece, or an absent external device, degrades to the speaker, and a speaker
+        // hidden by a jack (without --force) leaves the sound on what is plugged into it.
+        if let external {
+            return Plan(outcome: .fellBack(from: request.target), actions: [], output: external, needsReplan: false)
         }
-        if let speaker = best(.speaker, status) {
-            return actions(toward: speaker, snapshot, status, preferredInput, outcome: .fellBack(from: request.target))
+        if let speaker = best(.speaker, status, context, includeHidden: request.force)
+            ?? best(.headset, status, context, includeHidden: false) {
+            return actions(toward: speaker, snapshot, status, context, outcome: .fellBack(from: request.target))
         }
         return Plan(outcome: .fellBack(from: request.target), actions: [], output: nil, needsReplan: false)
     }
 
-    /// The output a request for `route` means: the current one if it already is that kind; else, for
-    /// an external kind, the most recently connected (servers number sinks in order of appearance);
-    /// else the best by port priority. Outputs present now beat those behind a profile switch.
-    static func best(_ route: Route, _ status: Status) -> Output? {
-        let candidates = status.outputs.filter { $0.route == route && $0.isAvailable }
-        if let active = candidates.first(where: \.isActive) { return active }
-        return candidates.max { a, b in rank(a, route) < rank(b, route) }
+    /// The output a request for `route` means, ranked as rule 4 says: reachable in a profile of the
+    /// mode's kind (a non-call profile outside a call); then the one in use; for an external kind the
+    /// most recently connected (servers number sinks in order of appearance); then the least
+    /// disruptive (a port of the current default sink, then its card, then other cards); then present
+    /// without a profile switch; then the server's priority.
+    static func best(_ route: Route, _ status: Status, _ context: PlanContext, includeHidden: Bool) -> Output? {
+        let candidates = status.outputs.filter { $0.route == route && $0.isAvailable && (includeHidden || !$0.isHiddenByJack) }
+        let current = status.output
+        func key(_ o: Output) -> [Int] {
+            let kindOfProfile = o.profiles.isEmpty || o.profiles.contains { isCallProfile($0) == context.inCall } ? 0 : 1
+            let disruption = o.sink != nil && o.sink == current?.sink ? 0 : o.card != nil && o.card == current?.card ? 1 : 2
+            let recency = route.isExternal ? -Int(o.sinkIndex ?? 0) : 0
+            let switchNeeded = profile(for: o, context) == nil ? 0 : 1
+            return [kindOfProfile, o.isActive ? 0 : 1, recency, disruption, switchNeeded, -Int(o.priority)]
+        }
+        return candidates.min { key($0).lexicographicallyPrecedes(key($1)) }
     }
 
-    static func rank(_ o: Output, _ route: Route) -> (Int, UInt32, UInt32) {
-        let present = o.sink != nil ? 1 : 0
-        let recency = route.isExternal ? (o.sinkIndex ?? 0) : 0
-        return (present, recency, o.priority)
+    /// A call profile is one whose UCM verb (the name before " (", in both namings) is `Voice Call`
+    /// or `Voice Call IP`; never a match on a whole profile name (DESIGN.md rule 8).
+    public static func isCallProfile(_ name: String) -> Bool {
+        var verb = Substring(name)
+        if let paren = name.firstIndex(of: "("), paren > name.startIndex, name[name.index(before: paren)] == " " {
+            verb = name[..<name.index(before: paren)]
+        }
+        return verb == "Voice Call" || verb == "Voice Call IP"
+    }
+
+    /// The profile to switch the output's card to, or nil when its current profile serves: among the
+    /// profiles that hold the output, those of the mode's kind, then the current one, then the
+    /// server's priority (rule 4).
+    static func profile(for output: Output, _ context: PlanContext) -> String? {
+        guard !output.profiles.isEmpty else { return nil }
+        let ofKind = output.profiles.filter { isCallProfile($0) == context.inCall }
+        let pool = ofKind.isEmpty ? output.profiles : ofKind
+        if output.sink != nil, let current = output.cardProfile, pool.contains(current) { return nil }
+        if output.sink != nil, ofKind.isEmpty { return nil }
+        return pool.first
     }
 
     /// `--device NAME`: an output id, a sink name, a card name or a description, of the asked kind.
@@ -107,33 +165,49 @@ public enum Planner {
             ?? kind.first { $0.description == name }
     }
 
-    static func actions(toward output: Output, _ snapshot: Snapshot, _ status: Status, _ preferredInput: String?,
+    static func actions(toward output: Output, _ snapshot: Snapshot, _ status: Status, _ context: PlanContext,
                         outcome: Plan.Outcome) -> Plan {
-        guard let sinkName = output.sink, let sink = snapshot.sinks.first(where: { $0.name == sinkName }) else {
-            // Behind a profile switch: switch first, then plan again on the new sinks.
-            guard let card = output.cardName, let profile = output.profiles.first else {
-                return Plan(outcome: outcome, actions: [], output: nil, needsReplan: false)
-            }
+        if let card = output.cardName, let profile = profile(for: output, context) {
+            // Switch first; the wanted sink exists only after it, so planning runs again on the new sinks.
             return Plan(outcome: outcome, actions: [.setCardProfile(card: card, profile: profile)], output: output, needsReplan: true)
+        }
+        guard let sinkName = output.sink, let sink = snapshot.sinks.first(where: { $0.name == sinkName }) else {
+            return Plan(outcome: outcome, actions: [], output: nil, needsReplan: false)
         }
         var actions: [Action] = []
         if let port = output.port, sink.activePort != port { actions.append(.setSinkPort(sink: sink.name, port: port)) }
         if snapshot.server.defaultSinkName != sink.name { actions.append(.setDefaultSink(sink.name)) }
-        for input in snapshot.sinkInputs where input.sink != sink.index {
-            actions.append(.moveSinkInput(index: input.index, sink: sink.name))
+        // Rule 5: only the streams on the previous default sink follow; one the user placed elsewhere stays.
+        let previous = snapshot.sinks.first { $0.name == (context.previousDefaultSink ?? snapshot.server.defaultSinkName) }
+            ?? snapshot.defaultSink
+        if let previous {
+            for input in snapshot.sinkInputs where input.sink == previous.index && input.sink != sink.index {
+                actions.append(.moveSinkInput(index: input.index, sink: sink.name))
+            }
         }
-        if let source = inputSource(for: sink, route: output.route, snapshot, preferredInput),
-           source != snapshot.server.defaultSourceName {
-            actions.append(.setDefaultSource(source))
-        }
+        actions += inputActions(for: sink, route: output.route, snapshot, status, context.preferredInput)
         return Plan(outcome: outcome, actions: actions, output: output, needsReplan: false)
     }
 
     /// The microphone that goes with an output: the preferred input while it is present, else the
     /// headset's own microphone (a source of the same card), else leave the server's choice.
-    static func inputSource(for sink: Sink, route: Route, _ snapshot: Snapshot, _ preferredInput: String?) -> String? {
-        if let preferredInput, snapshot.sources.contains(where: { $0.name == preferredInput }) { return preferredInput }
-        guard route.isExternal, let card = snapshot.card(of: sink) else { return nil }
-        return snapshot.sources.first { !$0.isMonitor && snapshot.card(of: $0)?.index == card.index }?.name
+    static func inputActions(for sink: Sink, route: Route, _ snapshot: Snapshot, _ status: Status, _ preferredInput: String?) -> [Action] {
+        if let preferredInput, let input = status.inputs.first(where: { $0.id == preferredInput || $0.source == preferredInput }) {
+            return sourceActions(input, snapshot)
+        }
+        guard route.isExternal, let card = snapshot.card(of: sink),
+              let source = snapshot.sources.first(where: { !$0.isMonitor && snapshot.card(of: $0)?.index == card.index }),
+              source.name != snapshot.server.defaultSourceName else { return [] }
+        return [.setDefaultSource(source.name)]
+    }
+
+    /// Makes one input (a source, or one port of it) the default.
+    public static func sourceActions(_ input: Input, _ snapshot: Snapshot) -> [Action] {
+        var actions: [Action] = []
+        if let port = input.port, snapshot.sources.first(where: { $0.name == input.source })?.activePort != port {
+            actions.append(.setSourcePort(source: input.source, port: port))
+        }
+        if snapshot.server.defaultSourceName != input.source { actions.append(.setDefaultSource(input.source)) }
+        return actions
     }
 }

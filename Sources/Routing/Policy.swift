@@ -7,9 +7,9 @@ public struct PolicyState: Equatable, Sendable {
     /// Externals already present at start are ordered as the server numbered them.
     public init(status: Status) {
         connected = status.outputs
-            .filter { $0.route.isExternal && $0.sink != nil && $0.isAvailable }
+            .filter { $0.route.isExternal && $0.isAvailable }
             .sorted { ($0.sinkIndex ?? 0, $0.priority) < ($1.sinkIndex ?? 0, $1.priority) }
-            .map(\.deviceKey)
+            .map(\.id)
             .reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
     }
 }
@@ -23,8 +23,8 @@ public struct Decision: Equatable, Sendable {
     public var clearOverride: String?
     /// Mute the output the route falls back to (`--mute-on-fallback`, when leaving an external device).
     public var muteFallback = false
-    /// Make the preferred input the default source again: it came back.
-    public var restoreInput: String?
+    /// Make the preferred input the default again: it came back.
+    public var restoreInput: Input?
 
     public init() {}
 
@@ -40,11 +40,16 @@ public enum Policy {
     /// present, else the built-in target.
     public static func choice(_ status: Status, _ state: PolicyState, defaultTarget: RouteTarget) -> RouteRequest {
         for key in state.connected.reversed() {
-            if let output = status.outputs.first(where: { $0.deviceKey == key && $0.sink != nil && $0.isAvailable }) {
+            if let output = status.outputs.first(where: { $0.id == key && $0.isAvailable }) {
                 return RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
             }
         }
         return RouteRequest(target: defaultTarget, force: true)
+    }
+
+    /// The output in use before the change, when it went away (any kind: an HDMI monitor sleeping too).
+    static func routeGone(_ change: Change) -> Output? {
+        change.previous.output.flatMap { old in change.removed.first { $0.id == old.id } }
     }
 
     public static func decide(_ change: Change, state: inout PolicyState, preferences: Preferences,
@@ -52,23 +57,25 @@ public enum Policy {
         var decision = Decision()
         let added = change.added.filter(\.route.isExternal)
         let removed = change.removed.filter(\.route.isExternal)
-        state.connected.removeAll { key in removed.contains { $0.deviceKey == key } }
-        for output in added.sorted(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) where !state.connected.contains(output.deviceKey) {
-            state.connected.append(output.deviceKey)
+        let mostRecent = state.connected.last
+        state.connected.removeAll { key in removed.contains { $0.id == key } }
+        for output in added.sorted(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) where !state.connected.contains(output.id) {
+            state.connected.append(output.id)
         }
 
         if let newest = added.max(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) {
             // Rule 1: a newly connected external device becomes the route, and the override goes.
             decision.request = RouteRequest(target: newest.route == .bluetooth ? .bluetooth : .headset, device: newest.id)
             decision.reason = .newDeviceAvailable
-            if preferences.override != nil { decision.clearOverride = "'\(newest.deviceKey)' was connected" }
-        } else if !removed.isEmpty {
-            if preferences.override != nil { decision.clearOverride = "'\(removed[0].deviceKey)' was disconnected" }
-            let wasRoute = change.previous.output.map { old in removed.contains { $0.deviceKey == old.deviceKey } } ?? false
-            if wasRoute {
-                // Rule 3: fall back to the next most recent external device, else to the default
-                // (the override is cleared by this very change).
-                let request = choice(change.current, state, defaultTarget: preferences.defaultTarget)
+            if preferences.override != nil { decision.clearOverride = "'\(newest.id)' was connected" }
+        } else if let gone = routeGone(change) ?? removed.first(where: { $0.id == mostRecent }) {
+            // The device in use, or the one the rules would pick (the most recent), went: the override goes.
+            let clears = preferences.override != nil && gone.route.isExternal
+            if clears { decision.clearOverride = "'\(gone.id)' was disconnected" }
+            if routeGone(change) != nil {
+                // Rule 3: fall back to the next most recent external device, else to the effective
+                // target (the default when this very change clears the override).
+                let request = choice(change.current, state, defaultTarget: clears ? preferences.defaultTarget : preferences.effectiveTarget)
                 decision.request = request
                 decision.muteFallback = muteOnFallback && request.target.isBuiltIn
                 decision.reason = .oldDeviceUnavailable
@@ -81,10 +88,10 @@ public enum Policy {
         }
 
         if let preferred = preferences.preferredInput,
-           change.current.inputs.contains(where: { $0.source == preferred }),
-           !change.previous.inputs.contains(where: { $0.source == preferred }),
-           change.current.server.defaultSourceName != preferred {
-            decision.restoreInput = preferred
+           let input = change.current.inputs.first(where: { $0.id == preferred || $0.source == preferred }),
+           !change.previous.inputs.contains(where: { $0.id == input.id }),
+           !input.isDefault {
+            decision.restoreInput = input
         }
         return decision
     }

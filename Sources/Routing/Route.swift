@@ -4,6 +4,9 @@ public enum Route: String, CaseIterable, Sendable {
 
     /// Bluetooth and wired devices are external: they win while connected.
     public var isExternal: Bool { self == .bluetooth || self == .headset }
+
+    /// The speaker and the receiver are part of the machine: a jack can hide them, never remove them.
+    public var isBuiltIn: Bool { self == .speaker || self == .receiver }
 }
 
 /// What the user asks for. `speaker` and `earpiece` are the mobile model's built-in targets;

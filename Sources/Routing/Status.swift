@@ -10,25 +10,28 @@ public struct Output: Equatable, Sendable {
     public var cardName: String?
     /// The port's priority (higher is better), 0 for a port-less sink.
     public var priority: UInt32
-    /// The card profiles under which this output exists, for an output not present now.
+    /// The card's available profiles with a sink under which this output exists, best server priority
+    /// first; empty for an output that no card profile governs (a port-less or card-less sink).
     public var profiles: [String]
+    /// The card's active profile, for an output of a card.
+    public var cardProfile: String?
+    /// The availability the server reports for the port.
     public var availability: PortAvailability
     /// True for the default sink's active port (or the port-less default sink itself).
     public var isActive: Bool
-
-    /// The device behind the output, stable across card profile switches: a Bluetooth device is its
-    /// card (A2DP and HFP are two sinks of one device); other outputs are their card's (or sink's) port.
-    public var deviceKey: String {
-        let owner = cardName ?? sink ?? id
-        if route == .bluetooth { return owner }
-        return port.map { "\(owner):\($0)" } ?? owner
-    }
-
-    /// Usable: not a jack known to be unplugged, and present now or reachable by an available profile.
-    public var isAvailable: Bool { availability.isUsable }
-
-    /// A stable name to address this output with: `sink` or `sink:port`, or `card-name:port`.
+    /// The output's id (DESIGN.md §1), stable across profile switches: `CARD:PORT` for a card port, the
+    /// card for a Bluetooth device (one output whatever its profile), else the sink name.
     public var id: String
+
+    /// On a sink now, or reachable by switching its card to an available profile.
+    public var isReachable: Bool { sink != nil || !profiles.isEmpty }
+
+    /// A built-in output the server marks "not available" because a jack is plugged (the speaker with
+    /// headphones in) still exists: only the jack hides it, and `--force` reaches it.
+    public var isHiddenByJack: Bool { route.isBuiltIn && availability == .unavailable }
+
+    /// There to be used: reachable, and not a jack known to be empty (a hidden built-in output still is).
+    public var isAvailable: Bool { isReachable && (availability.isUsable || isHiddenByJack) }
 }
 
 /// The kind of an input, for listing: the built-in microphone, a headset's, a Bluetooth one, or other.
@@ -37,6 +40,8 @@ public enum InputKind: String, Sendable {
 }
 
 public struct Input: Equatable, Sendable {
+    /// `CARD:PORT` for one microphone of a card, else the source name (DESIGN.md §1).
+    public var id: String
     public var kind: InputKind
     public var source: String
     public var sourceIndex: UInt32
@@ -73,8 +78,8 @@ public struct Status: Equatable, Sendable {
 
     /// The external outputs present now, by a name that survives profile switches (card, else sink, and port).
     public var externalKeys: [String] {
-        outputs.filter { $0.route.isExternal && $0.isAvailable && $0.sink != nil }
-            .map(\.deviceKey)
+        outputs.filter { $0.route.isExternal && $0.isAvailable }
+            .map(\.id)
             .reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
             .sorted()
     }
@@ -92,50 +97,60 @@ public struct Status: Equatable, Sendable {
 
     static func outputs(of snapshot: Snapshot) -> [Output] {
         var outputs: [Output] = []
+        var ids: Set<String> = []
+        func add(_ output: Output) {
+            if ids.insert(output.id).inserted { outputs.append(output) }
+        }
         let defaultName = snapshot.server.defaultSinkName
         for sink in snapshot.sinks {
             let card = snapshot.card(of: sink)
             let isDefault = sink.name == defaultName
             let base = OutputFacts(sinkName: sink.name, sinkDescription: sink.description, driver: sink.driver,
                                    properties: sink.properties, card: card)
-            if sink.ports.isEmpty {
-                outputs.append(Output(route: Classifier.route(of: base), sink: sink.name, sinkIndex: sink.index,
-                                      port: nil, description: sink.description, card: card?.index, cardName: card?.name,
-                                      priority: 0, profiles: [],
-                                      availability: .unknown, isActive: isDefault, id: sink.name))
-                continue
-            }
-            for port in sink.ports {
+            // A Bluetooth device is one output whatever its profile: its card, with the sink's active port.
+            let bluetoothCard = card.flatMap { Classifier.isBluetooth(base) ? $0 : nil }
+            let ports: [Port?] = sink.ports.isEmpty ? [nil]
+                : bluetoothCard != nil ? [sink.activePortInfo ?? sink.ports[0]] : sink.ports
+            for port in ports {
                 var facts = base
                 facts.port = port
-                facts.portProperties = card?.ports.first { $0.name == port.name }?.properties ?? [:]
-                outputs.append(Output(route: Classifier.route(of: facts), sink: sink.name, sinkIndex: sink.index,
-                                      port: port.name, description: "\(port.description) (\(sink.description))",
-                                      card: card?.index, cardName: card?.name, priority: port.priority,
-                                      profiles: [], availability: port.availability,
-                                      isActive: isDefault && (sink.activePort == port.name || sink.activePort == nil),
-                                      id: "\(sink.name):\(port.name)"))
+                let cardPort = port.flatMap { p in card?.ports.first { $0.name == p.name } }
+                facts.portProperties = cardPort?.properties ?? [:]
+                let id = bluetoothCard?.name ?? cardPort.map { "\(card!.name):\($0.name)" }
+                    ?? port.map { "\(sink.name):\($0.name)" } ?? sink.name
+                add(Output(route: Classifier.route(of: facts), sink: sink.name, sinkIndex: sink.index,
+                           port: port?.name, description: port.map { "\($0.description) (\(sink.description))" } ?? sink.description,
+                           card: card?.index, cardName: card?.name, priority: port?.priority ?? 0,
+                           profiles: card.map { Status.profiles(of: cardPort, in: $0) } ?? [], cardProfile: card?.activeProfile,
+                           availability: port?.availability ?? .unknown,
+                           isActive: isDefault && (port == nil || sink.activePort == port?.name || sink.activePort == nil),
+                           id: id))
             }
         }
         // Card ports that no current sink offers: reachable by switching the card's profile.
         for card in snapshot.cards {
-            let present = Set(snapshot.sinks.filter { snapshot.card(of: $0)?.index == card.index }.flatMap { $0.ports.map(\.name) })
-            for cardPort in card.ports where cardPort.effectiveDirection == .output && !present.contains(cardPort.name) {
-                let profiles = card.profiles
-                    .filter { $0.available && $0.sinks > 0 && cardPort.profiles.contains($0.name) }
-                    .sorted { $0.priority > $1.priority }
-                    .map(\.name)
+            for cardPort in card.ports where cardPort.effectiveDirection == .output {
                 let facts = OutputFacts(sinkName: nil, port: cardPort.port, portProperties: cardPort.properties, card: card)
+                let route = Classifier.route(of: facts)
                 let description = card.properties["device.description"] ?? card.name
-                outputs.append(Output(route: Classifier.route(of: facts), sink: nil, sinkIndex: nil,
-                                      port: cardPort.name, description: "\(cardPort.port.description) (\(description))",
-                                      card: card.index, cardName: card.name, priority: cardPort.port.priority,
-                                      profiles: profiles,
-                                      availability: profiles.isEmpty ? .unavailable : cardPort.port.availability,
-                                      isActive: false, id: "\(card.name):\(cardPort.name)"))
+                add(Output(route: route, sink: nil, sinkIndex: nil,
+                           port: cardPort.name, description: "\(cardPort.port.description) (\(description))",
+                           card: card.index, cardName: card.name, priority: cardPort.port.priority,
+                           profiles: Status.profiles(of: cardPort, in: card), cardProfile: card.activeProfile,
+                           availability: cardPort.port.availability,
+                           isActive: false, id: route == .bluetooth ? card.name : "\(card.name):\(cardPort.name)"))
             }
         }
         return outputs
+    }
+
+    /// The available profiles with a sink under which a card port exists, best server priority first.
+    /// A port-less sink of a card is governed by the card's profiles with a sink.
+    static func profiles(of cardPort: CardPort?, in card: Card) -> [String] {
+        card.profiles
+            .filter { $0.available && $0.sinks > 0 && (cardPort?.profiles.contains($0.name) ?? true) }
+            .sorted { $0.priority > $1.priority }
+            .map(\.name)
     }
 
     static func inputs(of snapshot: Snapshot) -> [Input] {
@@ -146,7 +161,9 @@ public struct Status: Equatable, Sendable {
             let ports: [Port?] = source.ports.isEmpty ? [nil] : source.ports
             for port in ports {
                 let kind = inputKind(source: source, port: port, card: card)
-                inputs.append(Input(kind: kind, source: source.name, sourceIndex: source.index, port: port?.name,
+                let cardPort = port.flatMap { p in card?.ports.first { $0.name == p.name } }
+                let id = cardPort.map { "\(card!.name):\($0.name)" } ?? port.map { "\(source.name):\($0.name)" } ?? source.name
+                inputs.append(Input(id: id, kind: kind, source: source.name, sourceIndex: source.index, port: port?.name,
                                     description: port.map { "\($0.description) (\(source.description))" } ?? source.description,
                                     availability: port?.availability ?? .unknown,
                                     isDefault: isDefault && (port == nil || source.activePort == port?.name)))

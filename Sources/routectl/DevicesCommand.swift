@@ -17,14 +17,17 @@ enum DevicesCommand {
         out += "Inputs:\n"
         let inputs = status.inputs.map { i in
             [i.isDefault ? "*" : " ", i.kind.rawValue, i.availability.isUsable ? "yes" : "no",
-             i.port.map { "\(i.source):\($0)" } ?? i.source, i.description]
+             i.id, i.description]
         }
         out += inputs.isEmpty ? "  none\n" : Console.table([["", "KIND", "AVAILABLE", "NAME", "DESCRIPTION"]] + inputs)
         return out
     }
 
+    /// yes, no, `profile` (behind a card profile switch) or `jack` (a built-in output hidden by a
+    /// plugged jack: `set --force` reaches it).
     static func availability(_ o: Output) -> String {
         if !o.isAvailable { return "no" }
+        if o.isHiddenByJack { return "jack" }
         return o.sink == nil ? "profile" : "yes"
     }
 
@@ -45,7 +48,7 @@ enum DevicesCommand {
 
     static func object(_ i: Input) -> JSON {
         .object([
-            ("id", .string(i.port.map { "\(i.source):\($0)" } ?? i.source)),
+            ("id", .string(i.id)),
             ("kind", .string(i.kind.rawValue)),
             ("source", .string(i.source)),
             ("port", i.port.map(JSON.string) ?? .null),

@@ -44,10 +44,14 @@ enum RouteCommands {
                       timeout: Double) throws(Failure) -> Result {
         try onServer {
             var snapshot = try connection.snapshot(timeout: timeout)
+            // Every step is judged against the route before the command (rule 7), and only the
+            // streams of the default sink before it follow (rule 5).
+            let context = PlanContext(preferredInput: preferredInput, before: Status(snapshot: snapshot).output,
+                                      previousDefaultSink: snapshot.server.defaultSinkName)
             for _ in 0..<3 {
                 let plan: Plan
                 do {
-                    plan = try Planner.plan(snapshot, request, preferredInput: preferredInput)
+                    plan = try Planner.plan(snapshot, request, context)
                 } catch {
                     throw Failure(status: .failed, message: "\(error)")
                 }
@@ -189,11 +193,11 @@ enum RouteCommands {
             ]).text + "\n")
         }
         let rows = status.inputs.map { i in
-            [(i.isDefault ? "*" : " ") + (i.source == preferences.preferredInput ? "P" : " "), i.kind.rawValue,
-             i.availability.isUsable ? "yes" : "no", i.source, i.description]
+            [(i.isDefault ? "*" : " ") + (i.id == preferences.preferredInput || i.source == preferences.preferredInput ? "P" : " "),
+             i.kind.rawValue, i.availability.isUsable ? "yes" : "no", i.id, i.description]
         }
         var out = rows.isEmpty ? "no inputs\n" : Console.table([["", "KIND", "AVAILABLE", "ID", "DESCRIPTION"]] + rows)
-        if let preferred = preferences.preferredInput, !status.inputs.contains(where: { $0.source == preferred }) {
+        if let preferred = preferences.preferredInput, !status.inputs.contains(where: { $0.id == preferred || $0.source == preferred }) {
             out += "preferred input '\(preferred)' is not connected; it is used again when it returns\n"
         }
         return RouteCtl.write(out)
@@ -211,23 +215,24 @@ enum RouteCommands {
         }
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
-        let snapshot: Snapshot = try onServer {
+        let (snapshot, input): (Snapshot, Input) = try onServer {
             let before = try connection.snapshot(timeout: options.timeout)
             let status = Status(snapshot: before)
-            guard let input = status.inputs.first(where: { $0.source == id }) else {
-                let names = status.inputs.map(\.source)
+            guard let input = status.inputs.first(where: { $0.id == id }) ?? status.inputs.first(where: { $0.source == id }) else {
+                let names = status.inputs.map(\.id)
                 throw Failure(status: .failed, message: "No input named '\(id)'.\(ArgumentParser.suggestion(id, names)) See 'routectl input list'.")
             }
-            return try connection.apply([.setDefaultSource(input.source)], timeout: max(options.timeout, settleSeconds)) {
-                $0.server.defaultSourceName == input.source
+            let after = try connection.apply(Planner.sourceActions(input, before), timeout: max(options.timeout, settleSeconds)) {
+                Status(snapshot: $0).inputs.contains { $0.id == input.id && $0.isDefault }
             }
+            return (after, input)
         }
-        guard snapshot.server.defaultSourceName == id else {
-            throw Failure(status: .failed, message: "The server did not make '\(id)' the default input; it is '\(snapshot.server.defaultSourceName ?? "none")'")
+        guard Status(snapshot: snapshot).inputs.contains(where: { $0.id == input.id && $0.isDefault }) else {
+            throw Failure(status: .failed, message: "The server did not make '\(input.id)' the default input; it is '\(snapshot.server.defaultSourceName ?? "none")'")
         }
-        persistent.preferredInput = id
+        persistent.preferredInput = input.id
         do { try store.savePersistent(persistent) } catch { throw State.failure(error) }
-        return RouteCtl.write(options.json ? JSON.object([("preferred", .string(id))]).text + "\n" : "preferred    \(id)\n")
+        return RouteCtl.write(options.json ? JSON.object([("preferred", .string(input.id))]).text + "\n" : "preferred    \(input.id)\n")
     }
 
     static func inputClear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {

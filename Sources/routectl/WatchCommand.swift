@@ -85,7 +85,9 @@ struct Watcher {
             }
         }
         if let input = decision.restoreInput {
-            after = try connection.apply([.setDefaultSource(input)], timeout: options.timeout) { $0.server.defaultSourceName == input }
+            after = try connection.apply(Planner.sourceActions(input, after), timeout: options.timeout) {
+                Status(snapshot: $0).inputs.contains { $0.id == input.id && $0.isDefault }
+            }
         }
         // One route event from where the user was to where the rules put the sound; the other events
         // of routectl's own steps (the microphone that followed, say) after it.

@@ -91,7 +91,7 @@ struct PolicyRun {
         let empty = try fixture("laptop")
         let plugged = empty.jack(laptop, "analog-output-headphones", .available)
         let change = Change(previous: empty, current: plugged)
-        #expect(change.added.map(\.id) == ["\(laptop):analog-output-headphones"])
+        #expect(change.added.map(\.id) == ["alsa_card.pci-0000_00_1f.3:analog-output-headphones"])
         var state = PolicyState(status: Status(snapshot: empty))
         let d = Policy.decide(change, state: &state, preferences: Preferences(), muteOnFallback: false)
         let plan = try Planner.plan(plugged, try #require(d.request))
@@ -171,6 +171,6 @@ struct PolicyRun {
         var state = PolicyState(status: Status(snapshot: before))
         let d = Policy.decide(Change(previous: before, current: after), state: &state,
                               preferences: Preferences(preferredInput: "usb-mic"), muteOnFallback: false)
-        #expect(d.restoreInput == "usb-mic")
+        #expect(d.restoreInput?.id == "usb-mic")
     }
 }
