@@ -86,11 +86,16 @@ public struct Change: Sendable {
 public enum Events {
     /// The events of one change. `ownTarget` is the output routectl itself just switched to, if any,
     /// with the reason it did so (`override` for `set`, or the device change the policy answered).
-    public static func diff(_ change: Change, own: (outputID: String, reason: RouteChangeReason)? = nil) -> [Event] {
+    ///
+    /// `recentlyAdded` holds the outputs that appeared shortly before this change: a server that marks
+    /// a jack plugged in one notification and switches to it in the next (WirePlumber, PulseAudio's
+    /// port-available module) still has its switch reported as the device's arrival.
+    public static func diff(_ change: Change, own: (outputID: String, reason: RouteChangeReason)? = nil,
+                            recentlyAdded: Set<String> = []) -> [Event] {
         var events: [Event] = change.added.map(Event.deviceAdded) + change.removed.map(Event.deviceRemoved)
         if change.routeChanged {
             events.append(.route(route: change.current.route, previous: change.previous.route,
-                                 reason: reason(change, own: own), output: change.current.output))
+                                 reason: reason(change, own: own, recentlyAdded: recentlyAdded), output: change.current.output))
         }
         if change.previous.engaged != change.current.engaged { events.append(.engaged(change.current.engaged)) }
         if change.previous.otherAudioPlaying != change.current.otherAudioPlaying {
@@ -102,12 +107,19 @@ public enum Events {
         return events
     }
 
-    static func reason(_ change: Change, own: (outputID: String, reason: RouteChangeReason)?) -> RouteChangeReason {
+    /// One rule for every output, whoever switched: an output appearing that takes the route is
+    /// `new-device-available`; the output in use going away (now, or already marked unplugged while
+    /// still selected) is `old-device-unavailable`.
+    public static func reason(_ change: Change, own: (outputID: String, reason: RouteChangeReason)?,
+                              recentlyAdded: Set<String> = []) -> RouteChangeReason {
         let current = change.current.output, previous = change.previous.output
         if let own, current?.id == own.outputID { return own.reason }
         guard let current else { return .noSuitableRoute }
-        if change.added.contains(where: { $0.id == current.id }) { return .newDeviceAvailable }
-        if let previous, change.removed.contains(where: { $0.id == previous.id }) { return .oldDeviceUnavailable }
+        if change.added.contains(where: { $0.id == current.id }) || recentlyAdded.contains(current.id) { return .newDeviceAvailable }
+        if let previous, change.removed.contains(where: { $0.id == previous.id }) || !previous.isAvailable
+            || !change.current.outputs.contains(where: { $0.id == previous.id && $0.isAvailable }) {
+            return .oldDeviceUnavailable
+        }
         if let card = current.cardName, change.profileChanged.contains(card) { return .categoryChange }
         if let card = previous?.cardName, change.profileChanged.contains(card) { return .categoryChange }
         if change.previous.server.defaultSinkName != change.current.server.defaultSinkName

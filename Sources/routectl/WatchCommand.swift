@@ -15,6 +15,8 @@ struct Watcher {
     let store = State.store()
     var snapshot: Snapshot
     var policy: PolicyState
+    /// Outputs that appeared in the last two seconds, by id, with the monotonic time they did.
+    var recentlyAdded: [String: Double] = [:]
 
     static func run(_ options: GlobalOptions, apply: Bool, muteOnFallback: Bool) throws(Failure) -> ExitStatus {
         let lock = apply ? try ApplyLock.acquire(State.store()) : nil
@@ -63,7 +65,10 @@ struct Watcher {
         let preferences = apply ? try preferences() : Preferences()
         let decision = apply ? Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback) : Decision()
         let ownSet = externalSet(change)
-        var events = Events.diff(change, own: ownSet)
+        let clock = WaitCommand.monotonic()
+        recentlyAdded = recentlyAdded.filter { clock - $0.value < 2 }
+        for output in change.added { recentlyAdded[output.id] = clock }
+        var events = Events.diff(change, own: ownSet, recentlyAdded: Set(recentlyAdded.keys))
         // The route event waits for routectl's own move, so that one user action is one route change.
         if decision.request != nil { events.removeAll { $0.type == "route" } }
         for event in events { guard emit(event) else { return false } }

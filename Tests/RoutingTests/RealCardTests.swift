@@ -38,6 +38,24 @@ import Testing
                                                     output: unplug.current.output)))
     }
 
+    /// Servers mark the jack in one notification and switch the port in the next: still one arrival,
+    /// and the reverse still one departure, whoever switched.
+    @Test func aJackMarkedThenSwitchedIsOneArrivalOrDeparture() throws {
+        let headphones = "\(laptopCard):analog-output-headphones"
+        let empty = try fixture("laptop")
+        let marked = empty.jack(laptopSink, "analog-output-headphones", .available).jack(laptopSink, "analog-output-speaker", .unavailable)
+        let first = Events.diff(Change(previous: empty, current: marked))
+        #expect(first.map(\.type) == ["device-added"])
+        let switched = marked.routed(to: laptopSink, port: "analog-output-headphones")
+        let second = Change(previous: marked, current: switched)
+        #expect(Events.diff(second, recentlyAdded: [headphones]).contains(
+            .route(route: .headset, previous: .speaker, reason: .newDeviceAvailable, output: second.current.output)))
+        #expect(Events.reason(second, own: nil) == .routeConfigurationChange, "long after the plug it is another client's pick")
+        let unmarked = switched.jack(laptopSink, "analog-output-headphones", .unavailable).jack(laptopSink, "analog-output-speaker", .unknown)
+        let back = Change(previous: unmarked, current: unmarked.routed(to: laptopSink, port: "analog-output-speaker"))
+        #expect(Events.reason(back, own: nil) == .oldDeviceUnavailable)
+    }
+
     @Test func forceReachesTheSpeakerBehindThePluggedJack() throws {
         let s = try headphonesIn()
         let polite = try Planner.plan(s, RouteRequest(target: .speaker))
