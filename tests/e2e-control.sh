@@ -64,6 +64,12 @@ expect_eq "clear on a headset: the headset keeps priority" sim-headset "$(defaul
 expect_eq "clear on a headset: applied false" false "$(printf '%s' "$out" | json_get applied)"
 rc set speaker --force >/dev/null
 run_rc rc clear
+expect_rc "clear over a forced speaker: exit 0" 0
+expect_eq "clear over a forced speaker: the most recent external device takes the sound (rule 1)" sim-bluetooth "$(default_sink)"
+unplug sim-bluetooth
+unplug sim-headset
+rc set speaker --force >/dev/null
+run_rc rc clear
 expect_rc "clear: exit 0" 0
 expect_eq "clear: pactl default is the default target" sim-earpiece "$(default_sink)"
 expect_eq "clear: no override file" no "$([ -e "$override" ] && echo yes || echo no)"

@@ -21,12 +21,12 @@ enum RouteCommands {
 
     /// Takes the override's lock (held by the caller to its end, so concurrent commands run one after
     /// another) and reads both layers, failing on a corrupt file before anything is changed.
-    static func lockedState(_ store: StateStore) throws(Failure) -> (FileLock, PersistentState) {
+    static func lockedState(_ store: StateStore) throws(Failure) -> (FileLock, PersistentState, OverrideRecord?) {
         do {
             let lock = try store.lockOverride()
             let persistent = try store.loadPersistent()
-            _ = try store.loadOverride()
-            return (lock, persistent)
+            let record = try store.loadOverride()
+            return (lock, persistent, record)
         } catch {
             throw State.failure(error)
         }
@@ -41,9 +41,9 @@ enum RouteCommands {
     /// Plans `request` on the server and carries it out, switching a card profile first when the
     /// target exists only under another one; returns the route read back.
     static func route(_ connection: PulseConnection, _ request: RouteRequest, preferredInput: String?,
-                      timeout: Double) throws(Failure) -> Result {
+                      timeout: Double, from initial: Snapshot? = nil) throws(Failure) -> Result {
         try onServer {
-            var snapshot = try connection.snapshot(timeout: timeout)
+            var snapshot = try initial ?? connection.snapshot(timeout: timeout)
             // Every step is judged against the route before the command (rule 7), and only the
             // streams of the default sink before it follow (rule 5).
             let context = PlanContext(preferredInput: preferredInput, before: Status(snapshot: snapshot).output,
@@ -83,13 +83,30 @@ enum RouteCommands {
     static func set(_ request: RouteRequest, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
         let store = State.store()
         // Concurrent `set`s run one after another and the last one's override stands.
-        let (lock, persistent) = try lockedState(store)
+        let (lock, persistent, previous) = try lockedState(store)
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
-        let result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout)
-        let record = OverrideRecord(target: request.target, device: request.device, setAt: State.now(),
-                                    externals: result.status.externalKeys)
+        let before = try onServer { try connection.snapshot(timeout: options.timeout) }
+        // The intent is recorded before acting, so a watcher that sees the switch knows it is routectl's
+        // own (reason `override`); a failure puts the previous override back.
+        var record = OverrideRecord(target: request.target, device: request.device, setAt: State.now(),
+                                    externals: Status(snapshot: before).externalKeys)
         do { try store.saveOverride(record) } catch { throw State.failure(error) }
+        let result: Result
+        do {
+            result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout, from: before)
+        } catch {
+            do {
+                if let previous { try store.saveOverride(previous) } else { try store.removeOverride() }
+            } catch let stateError {
+                throw State.failure(stateError)
+            }
+            throw error
+        }
+        if result.status.externalKeys != record.externals {
+            record.externals = result.status.externalKeys
+            do { try store.saveOverride(record) } catch { throw State.failure(error) }
+        }
         let preferences = Preferences(defaultTarget: persistent.defaultTarget, override: request.target,
                                       preferredInput: persistent.preferredInput)
         return try report(result, preferences, options, command: "set")
@@ -99,11 +116,20 @@ enum RouteCommands {
 
     static func clear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
         let store = State.store()
-        let (lock, persistent) = try lockedState(store)
+        let (lock, persistent, _) = try lockedState(store)
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
-        let result = try route(connection, RouteRequest(target: persistent.defaultTarget),
-                               preferredInput: persistent.preferredInput, timeout: options.timeout)
+        // Without the override the rules decide: an external device in use keeps the sound (rule 2);
+        // else the most recently connected one (headphones a forced speaker was playing over), else the default.
+        let before = try onServer { try connection.snapshot(timeout: options.timeout) }
+        let status = Status(snapshot: before)
+        var request = RouteRequest(target: persistent.defaultTarget)
+        if status.output.map({ !$0.route.isExternal || !$0.isAvailable }) ?? true {
+            let choice = Policy.choice(status, PolicyState(status: status), defaultTarget: persistent.defaultTarget)
+            request = RouteRequest(target: choice.target, device: choice.device)
+        }
+        let result = try route(connection, request,
+                               preferredInput: persistent.preferredInput, timeout: options.timeout, from: before)
         do { try store.removeOverride() } catch { throw State.failure(error) }
         let preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput)
         return try report(result, preferences, options, command: "clear")
