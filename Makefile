@@ -5,7 +5,10 @@ SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The Debian packages the build, the tests and the demo need.
-APT_PACKAGES := libpulse-dev pulseaudio pulseaudio-utils pipewire pipewire-bin pipewire-pulse wireplumber dbus python3
+# gcc and libasound2-dev build the card simulator's alsa-lib plugins (sim/); alsa-ucm-conf is the UCM
+# core the phone cards' private tree includes.
+APT_PACKAGES := libpulse-dev pulseaudio pulseaudio-utils pipewire pipewire-bin pipewire-pulse wireplumber dbus python3 \
+	gcc libasound2-dev alsa-ucm-conf
 
 # Start-up is most of a query's time, so the release binary links the Swift runtime statically and,
 # where gcc has it, libstdc++ too: libstdc++.so's ~4300 symbol relocations cost ~1 ms per run.
@@ -18,7 +21,7 @@ RELEASE_FLAGS += -Xlinker -L$(SHIM_DIR)
 endif
 BIN := .build/release/routectl
 
-.PHONY: all deps build test unit e2e demo bench install uninstall clean
+.PHONY: all deps build sim test unit e2e demo bench install uninstall clean
 
 all: build
 
@@ -35,8 +38,12 @@ $(SHIM_DIR)/libstdc++.so:
 	@mkdir -p $(SHIM_DIR)
 	@echo 'INPUT($(STDCXX_A))' >$@
 
-build: deps $(if $(wildcard $(STDCXX_A)),$(SHIM_DIR)/libstdc++.so)
+build: deps sim $(if $(wildcard $(STDCXX_A)),$(SHIM_DIR)/libstdc++.so)
 	$(SWIFT) build $(RELEASE_FLAGS)
+
+# The card simulator's plugins and preload shim, into .build/sim (scripts/server.sh also builds them).
+sim: deps
+	sim/build.sh .build/sim
 
 unit: deps
 	$(SWIFT) test

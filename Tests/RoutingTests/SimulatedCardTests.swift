@@ -1,0 +1,70 @@
+import Routing
+import Testing
+
+/// The corpus: `routectl dump` of every kind the card simulator makes (sim/make-dumps.sh), on both
+/// servers, with the route each must classify to and the plans the real-cards issue fixed.
+@Suite struct SimulatedCardTests {
+    static let servers = ["pulseaudio", "pipewire"]
+
+    static let expected: [(String, Route)] = [
+        ("laptop", .speaker), ("laptop-headphones", .headset), ("desktop", .unknown), ("hdmi", .unknown),
+        ("usb-headset", .headset), ("phone", .speaker), ("phone-voicecall", .speaker), ("phone17", .speaker),
+        ("phone17-voicecall", .receiver),
+    ]
+
+    @Test(arguments: servers)
+    func everyKindClassifies(server: String) throws {
+        for (kind, route) in Self.expected {
+            let status = Status(snapshot: try fixture("sim/\(server)-\(kind)"))
+            #expect(status.route == route, "\(server)-\(kind)")
+        }
+    }
+
+    @Test(arguments: servers)
+    func theLaptopsSpeakerBehindTheHeadphones(server: String) throws {
+        let s = try fixture("sim/\(server)-laptop-headphones")
+        let status = Status(snapshot: s)
+        #expect(status.isAvailable(.speaker))
+        let speaker = try #require(status.outputs.first { $0.id == "alsa_card.sim-laptop:analog-output-speaker" })
+        #expect(speaker.isHiddenByJack)
+        let plan = try Planner.plan(s, RouteRequest(target: .speaker, force: true))
+        #expect(plan.actions == [.setSinkPort(sink: "alsa_output.sim-laptop.analog-stereo", port: "analog-output-speaker")])
+    }
+
+    @Test(arguments: servers)
+    func theDesktopsLineOutIsNoSpeaker(server: String) throws {
+        let status = Status(snapshot: try fixture("sim/\(server)-desktop"))
+        #expect(!status.isAvailable(.speaker), "device.form_factor=internal and a line-out")
+    }
+
+    @Test(arguments: servers)
+    func olderNamedPhoneEntersVoiceCallForTheEarpieceAndLeavesItForTheSpeaker(server: String) throws {
+        let hifi = try fixture("sim/\(server)-phone")
+        #expect(try Planner.plan(hifi, RouteRequest(target: .earpiece)).actions
+            == [.setCardProfile(card: "alsa_card.sim-phone", profile: "Voice Call")])
+        let call = try fixture("sim/\(server)-phone-voicecall")
+        #expect(try Planner.plan(call, RouteRequest(target: .speaker)).actions
+            == [.setCardProfile(card: "alsa_card.sim-phone", profile: "HiFi")])
+        let earpiece = try Planner.plan(call, RouteRequest(target: .earpiece))
+        #expect(earpiece.actions.first { if case .setSinkPort = $0 { return true } else { return false } }
+            == .setSinkPort(sink: "alsa_output.sim-phone.Voice_Call__hw_Phone__sink", port: "[Out] Earpiece"))
+    }
+
+    @Test(arguments: servers)
+    func newerNamedPhoneStaysOutOfTheCallProfiles(server: String) throws {
+        let hifi = try fixture("sim/\(server)-phone17")
+        #expect(try Planner.plan(hifi, RouteRequest(target: .earpiece)).actions
+            == [.setCardProfile(card: "alsa_card.sim-phone17", profile: "HiFi (Earpiece, Mic)")])
+        let call = try fixture("sim/\(server)-phone17-voicecall")
+        #expect(try Planner.plan(call, RouteRequest(target: .speaker)).actions
+            == [.setCardProfile(card: "alsa_card.sim-phone17", profile: "HiFi (Headphones, Mic, Speaker)")])
+    }
+
+    @Test(arguments: servers)
+    func idsAreTheSameOnBothServers(server: String) throws {
+        let ids = Set(Status(snapshot: try fixture("sim/\(server)-all")).outputs.map(\.id))
+        #expect(ids.isSuperset(of: ["alsa_card.sim-laptop:analog-output-speaker", "alsa_card.sim-laptop:analog-output-headphones",
+                                    "alsa_card.sim-hdmi:hdmi-output-0", "alsa_card.sim-phone:[Out] Earpiece",
+                                    "alsa_card.sim-usb-headset:analog-output"]))
+    }
+}

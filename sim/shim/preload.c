@@ -1,0 +1,239 @@
+/* LD_PRELOAD shim for the private sound servers only (pulseaudio, pipewire, wireplumber), never
+ * for clients (shared/SIMULATED-DEVICES.md §1). It closes the two gaps between alsa-lib plugins
+ * and real hardware that the servers' card code trips over:
+ *  1. plugin PCMs report card -1 (and device 0) from snd_pcm_info, so ACP and PulseAudio find no
+ *     mixer, hence no ports: give back the card and device the simulator's PCM plugin put in its
+ *     name ("routectl-sim:CARD,DEV").
+ *  2. alsa-lib's card enumeration (snd_card_load, snd_card_get_index/name/longname, used by
+ *     module-alsa-card device_id=N and ACP) opens /dev/snd/controlCN and asks it CARD_INFO: fake
+ *     that device node for simulated cards only.
+ *  3. nothing in a server may reach the machine's real cards: every other /dev/snd/ path fails
+ *     with ENOENT (alsa.conf's cards.* definitions open the kernel `hw` type directly).
+ * The simulated cards live in $ROUTECTL_SIM_DIR (DIR/cardN/info). Every other path and fd is
+ * passed through untouched. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sound/asound.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "../alsa/sim.h"
+
+/* From alsa-lib's pcm.h, which cannot be included together with the kernel's sound/asound.h. */
+typedef struct _snd_pcm_info snd_pcm_info_t;
+
+#define MAX_FAKE_FDS 64
+
+/* fds we opened in place of /dev/snd/controlCN, and the card each stands for. */
+static struct { int fd, card; } fake_fds[MAX_FAKE_FDS];
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *sim_dir(void)
+{
+	return getenv("ROUTECTL_SIM_DIR");
+}
+
+/* The card N when path is /dev/snd/controlCN of a simulated card, else -1. */
+static int fake_control_card(const char *path)
+{
+	int card;
+	char tail;
+	const char *dir;
+	if (!path || strncmp(path, "/dev/snd/controlC", 17) != 0 || !(dir = sim_dir()) ||
+	    sscanf(path, "/dev/snd/controlC%d%c", &card, &tail) != 1)
+		return -1;
+	return card >= 0 && card < SIM_MAX_CARDS && sim_card_exists(dir, card) ? card : -1;
+}
+
+static int fake_lookup(int fd)
+{
+	int card = -1;
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < MAX_FAKE_FDS; i++)
+		if (fake_fds[i].fd == fd + 1) {	/* stored +1 so 0 means free */
+			card = fake_fds[i].card;
+			break;
+		}
+	pthread_mutex_unlock(&fake_lock);
+	return card;
+}
+
+/* A placeholder fd (/dev/null) standing for the control device of card. */
+static int fake_open(int card, int flags)
+{
+	static int (*real_open)(const char *, int, ...);
+	if (!real_open)
+		real_open = dlsym(RTLD_NEXT, "open");
+	int fd = real_open("/dev/null", (flags & O_CLOEXEC) | O_RDWR);
+	if (fd < 0)
+		return fd;
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < MAX_FAKE_FDS; i++)
+		if (!fake_fds[i].fd) {
+			fake_fds[i].fd = fd + 1;
+			fake_fds[i].card = card;
+			break;
+		}
+	pthread_mutex_unlock(&fake_lock);
+	return fd;
+}
+
+/* Whether path is a real ALSA device node, which the servers must never open. */
+static int real_snd_node(const char *path)
+{
+	return path && strncmp(path, "/dev/snd/", 9) == 0;
+}
+
+/* open(): alsa-lib's snd_open_device() opens /dev/snd/controlCN with it. */
+int open(const char *path, int flags, ...)
+{
+	static int (*real)(const char *, int, ...);
+	va_list ap;
+	mode_t mode = 0;
+	int card = fake_control_card(path);
+	if (card >= 0)
+		return fake_open(card, flags);
+	if (real_snd_node(path)) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (!real)
+		real = dlsym(RTLD_NEXT, "open");
+	va_start(ap, flags);
+	if (flags & (O_CREAT | O_TMPFILE))
+		mode = va_arg(ap, mode_t);
+	va_end(ap);
+	return real(path, flags, mode);
+}
+
+/* open64(): the same entry for code built with large-file names. */
+int open64(const char *path, int flags, ...)
+{
+	static int (*real)(const char *, int, ...);
+	va_list ap;
+	mode_t mode = 0;
+	int card = fake_control_card(path);
+	if (card >= 0)
+		return fake_open(card, flags);
+	if (real_snd_node(path)) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (!real)
+		real = dlsym(RTLD_NEXT, "open64");
+	va_start(ap, flags);
+	if (flags & (O_CREAT | O_TMPFILE))
+		mode = va_arg(ap, mode_t);
+	va_end(ap);
+	return real(path, flags, mode);
+}
+
+/* __open_2() and __open64_2(): what open() compiles to under _FORTIFY_SOURCE when the flags are
+ * not constant, as in alsa-lib's snd_ctl_hw_open (Debian builds with it). */
+int __open_2(const char *path, int flags)
+{
+	return open(path, flags);
+}
+
+int __open64_2(const char *path, int flags)
+{
+	return open64(path, flags);
+}
+
+/* close(): forget a placeholder fd so the number can be reused for a real file. */
+int close(int fd)
+{
+	static int (*real)(int);
+	if (!real)
+		real = dlsym(RTLD_NEXT, "close");
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < MAX_FAKE_FDS; i++)
+		if (fake_fds[i].fd == fd + 1)
+			fake_fds[i].fd = 0;
+	pthread_mutex_unlock(&fake_lock);
+	return real(fd);
+}
+
+/* ioctl(): answer the protocol version and CARD_INFO on a placeholder fd from DIR/cardN/info,
+ * which is all alsa-lib's card enumeration asks of it. */
+int ioctl(int fd, unsigned long request, ...)
+{
+	static int (*real)(int, unsigned long, ...);
+	va_list ap;
+	va_start(ap, request);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	int card = fake_lookup(fd);
+	if (card >= 0) {
+		const char *dir = sim_dir();
+		if (request == SNDRV_CTL_IOCTL_PVERSION) {
+			*(int *)arg = SNDRV_CTL_VERSION;
+			return 0;
+		}
+		if (request == SNDRV_CTL_IOCTL_CARD_INFO) {
+			struct snd_ctl_card_info *info = arg;
+			memset(info, 0, sizeof(*info));
+			info->card = card;
+			sim_info_get(dir, card, "id", (char *)info->id, sizeof(info->id));
+			sim_info_get(dir, card, "driver", (char *)info->driver, sizeof(info->driver));
+			sim_info_get(dir, card, "name", (char *)info->name, sizeof(info->name));
+			sim_info_get(dir, card, "longname", (char *)info->longname, sizeof(info->longname));
+			sim_info_get(dir, card, "mixername", (char *)info->mixername, sizeof(info->mixername));
+			return 0;
+		}
+		errno = ENOTTY;
+		return -1;
+	}
+	if (!real)
+		real = dlsym(RTLD_NEXT, "ioctl");
+	return real(fd, request, arg);
+}
+
+/* alsa-lib's own function: servers load libasound from a dlopen()ed module, outside the global
+ * scope that RTLD_NEXT and RTLD_DEFAULT search, so ask the loaded library itself. */
+static void *alsa_sym(const char *name)
+{
+	void *sym = dlsym(RTLD_NEXT, name);
+	if (!sym) {
+		void *lib = dlopen("libasound.so.2", RTLD_NOW | RTLD_NOLOAD);
+		if (lib)
+			sym = dlsym(lib, name);
+	}
+	return sym;
+}
+
+/* Card and device the simulator's PCM plugin encoded in the PCM name, or -1. */
+static int sim_pcm_field(const snd_pcm_info_t *info, int field)
+{
+	static const char *(*get_id)(const snd_pcm_info_t *);
+	int card, dev;
+	if (!get_id)	/* looked up, not linked: the shim must load into any process */
+		get_id = alsa_sym("snd_pcm_info_get_id");
+	const char *id = get_id ? get_id(info) : NULL;
+	if (!id || sscanf(id, "routectl-sim:%d,%d", &card, &dev) != 2)
+		return -1;
+	return field == 0 ? card : dev;
+}
+
+/* snd_pcm_info_get_card(): ioplug PCMs say -1; ACP and PulseAudio then find no mixer. */
+int snd_pcm_info_get_card(const snd_pcm_info_t *info)
+{
+	static int (*real)(const snd_pcm_info_t *);
+	if (!real)
+		real = alsa_sym("snd_pcm_info_get_card");
+	int card = real(info);
+	return card >= 0 ? card : sim_pcm_field(info, 0) >= 0 ? sim_pcm_field(info, 0) : card;
+}
+
+/* snd_pcm_info_get_device(): ioplug PCMs say 0; HDMI jack names need the real device ("pcm=3"). */
+unsigned int snd_pcm_info_get_device(const snd_pcm_info_t *info)
+{
+	static unsigned int (*real)(const snd_pcm_info_t *);
+	if (!real)
+		real = alsa_sym("snd_pcm_info_get_device");
+	int dev = sim_pcm_field(info, 1);
+	return dev >= 0 ? (unsigned int)dev : real(info);
+}
