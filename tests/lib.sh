@@ -122,12 +122,43 @@ expect_rc() {
 # directory, exports what reaches it, and stops and removes it at exit, after the script's own
 # before_cleanup if it defines one. A server that cannot start fails the run: nothing is skipped.
 e2e_setup() {
-	server=$2
+	suite=$1 server=$2
 	routectl=${3:-$root/.build/release/routectl}
 	[ -x "$routectl" ] || { echo "e2e: no routectl at $routectl (run make build)" >&2; exit 1; }
 	dir=$(mktemp -d "/tmp/routectl-$1-$server.XXXXXX")
 	trap e2e_cleanup EXIT
 	eval "$("$root/scripts/server.sh" start "$server" "$dir")"
+}
+
+# cards_server CARD...: replaces the running server with a fresh one of the same kind on these
+# simulated cards (scripts/server.sh: laptop desktop usb-headset hdmi phone phone17).
+cards_server() {
+	"$root/scripts/server.sh" stop "$dir"
+	rm -rf "$dir"
+	dir=$(mktemp -d "/tmp/routectl-$suite-$server.XXXXXX")
+	eval "$(CARDS="$*" "$root/scripts/server.sh" start "$server" "$dir")"
+}
+
+# jack CARD JACK in|out: plugs or pulls a simulated card's jack, as the hardware would.
+jack() { "$root/scripts/server.sh" jack "$dir" "$@"; }
+
+# lines FILE [TYPE...]: the text events of FILE without their time stamps, only these types if given.
+lines() {
+	local file=$1
+	shift
+	if [ $# -eq 0 ]; then cut -d' ' -f2- "$file"; else cut -d' ' -f2- "$file" | grep -E "^($(IFS='|'; echo "$*")) " || true; fi
+}
+
+# wait_line FILE COUNT REGEX: waits until at least COUNT event lines of FILE (time stamps cut) match.
+wait_line() {
+	local file=$1 count=$2 regex=$3
+	for _ in $(seq 1 200); do
+		[ "$(lines "$file" | grep -cE -- "$regex")" -ge "$count" ] && return 0
+		sleep 0.05
+	done
+	echo "  timed out waiting for $count x /$regex/ in $file:" >&2
+	lines "$file" | sed 's/^/        /' >&2
+	return 1
 }
 
 e2e_cleanup() {

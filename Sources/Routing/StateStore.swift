@@ -36,6 +36,23 @@ public struct OverrideRecord: Equatable, Sendable {
     }
 }
 
+/// What routectl itself is about to do to the route, written before it acts, so that a watcher that
+/// sees the switch reports routectl's reason (`override`, or the device change `watch --apply`
+/// answered) instead of taking it for another client's (`route-configuration-change`).
+public struct RouteIntent: Equatable, Sendable {
+    /// The id of the output the route is being moved to.
+    public var output: String
+    public var reason: RouteChangeReason
+    /// When, in milliseconds of the real-time clock.
+    public var at: Int64
+
+    public init(output: String, reason: RouteChangeReason, at: Int64) {
+        self.output = output
+        self.reason = reason
+        self.at = at
+    }
+}
+
 /// The persistent layer: kept across reboots.
 public struct PersistentState: Equatable, Sendable {
     public var defaultTarget: RouteTarget
@@ -142,6 +159,28 @@ public struct StateStore: Sendable {
     public func removeOverride() throws(StateError) {
         let path = try requireOverridePath()
         do { try FileIO.remove(path) } catch { throw StateError(path: path, problem: "cannot remove: \(error)") }
+    }
+
+    // MARK: Intent
+
+    var intentFile: String? { runtimeDir.map { "\($0)/routectl/intent.json" } }
+
+    public func saveIntent(_ intent: RouteIntent) throws(StateError) {
+        guard let path = intentFile else { return }
+        try prepareDirectory(FileIO.directory(of: path), isRuntime: true)
+        try write(path, JSON.object([
+            ("version", .int(1)), ("output", .string(intent.output)), ("reason", .string(intent.reason.rawValue)),
+            ("at", .int(intent.at)),
+        ]))
+    }
+
+    /// The last intent, if any. Advisory: an unreadable one is no intent (it only names a reason).
+    public func loadIntent() -> RouteIntent? {
+        guard let path = intentFile, let json = try? readJSON(path) else { return nil }
+        let r = Reader(value: json, path: "")
+        guard let output = try? r.string("output"), let word = try? r.string("reason"),
+              let reason = RouteChangeReason(rawValue: word), let at = r.optional("at")?.value.intValue else { return nil }
+        return RouteIntent(output: output, reason: reason, at: at)
     }
 
     public func lockOverride() throws(StateError) -> FileLock {

@@ -118,8 +118,11 @@ public struct Status: Equatable, Sendable {
                 facts.portProperties = cardPort?.properties ?? [:]
                 let id = bluetoothCard?.name ?? cardPort.map { "\(card!.name):\($0.name)" }
                     ?? port.map { "\(sink.name):\($0.name)" } ?? sink.name
+                // A card port is described by its card, which (unlike a UCM sink) keeps its name across profiles.
+                let description = bluetoothCard.map(Status.description(of:))
+                    ?? port.map { "\($0.description) (\(card.map(Status.description(of:)) ?? sink.description))" } ?? sink.description
                 add(Output(route: Classifier.route(of: facts), sink: sink.name, sinkIndex: sink.index,
-                           port: port?.name, description: port.map { "\($0.description) (\(sink.description))" } ?? sink.description,
+                           port: port?.name, description: description,
                            card: card?.index, cardName: card?.name, priority: port?.priority ?? 0,
                            profiles: card.map { Status.profiles(of: cardPort, in: $0) } ?? [], cardProfile: card?.activeProfile,
                            availability: port?.availability ?? .unknown,
@@ -132,9 +135,8 @@ public struct Status: Equatable, Sendable {
             for cardPort in card.ports where cardPort.effectiveDirection == .output {
                 let facts = OutputFacts(sinkName: nil, port: cardPort.port, portProperties: cardPort.properties, card: card)
                 let route = Classifier.route(of: facts)
-                let description = card.properties["device.description"] ?? card.name
-                add(Output(route: route, sink: nil, sinkIndex: nil,
-                           port: cardPort.name, description: "\(cardPort.port.description) (\(description))",
+                add(Output(route: route, sink: nil, sinkIndex: nil, port: cardPort.name,
+                           description: route == .bluetooth ? description(of: card) : "\(cardPort.port.description) (\(description(of: card)))",
                            card: card.index, cardName: card.name, priority: cardPort.port.priority,
                            profiles: Status.profiles(of: cardPort, in: card), cardProfile: card.activeProfile,
                            availability: cardPort.port.availability,
@@ -143,6 +145,8 @@ public struct Status: Equatable, Sendable {
         }
         return outputs
     }
+
+    static func description(of card: Card) -> String { card.properties["device.description"] ?? card.name }
 
     /// The available profiles with a sink under which a card port exists, best server priority first.
     /// A port-less sink of a card is governed by the card's profiles with a sink.

@@ -41,7 +41,7 @@ enum RouteCommands {
     /// Plans `request` on the server and carries it out, switching a card profile first when the
     /// target exists only under another one; returns the route read back.
     static func route(_ connection: PulseConnection, _ request: RouteRequest, preferredInput: String?,
-                      timeout: Double, from initial: Snapshot? = nil) throws(Failure) -> Result {
+                      timeout: Double, from initial: Snapshot? = nil, reason: RouteChangeReason = .override) throws(Failure) -> Result {
         try onServer {
             var snapshot = try initial ?? connection.snapshot(timeout: timeout)
             // Every step is judged against the route before the command (rule 7), and only the
@@ -56,6 +56,10 @@ enum RouteCommands {
                     throw Failure(status: .failed, message: "\(error)")
                 }
                 guard !plan.actions.isEmpty else { return Result(snapshot: snapshot, plan: plan) }
+                if let output = plan.output {
+                    // Advisory: a watcher that cannot read it calls the switch another client's.
+                    try? State.store().saveIntent(RouteIntent(output: output.id, reason: reason, at: State.nowMilliseconds()))
+                }
                 snapshot = try connection.apply(plan.actions, timeout: max(timeout, settleSeconds)) { s in
                     settled(s, plan)
                 }

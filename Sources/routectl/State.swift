@@ -43,4 +43,10 @@ enum State {
     }
 
     static func now() -> Int64 { Int64(time(nil)) }
+
+    static func nowMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
 }

@@ -15,7 +15,8 @@ struct Watcher {
     let store = State.store()
     var snapshot: Snapshot
     var policy: PolicyState
-    /// Outputs that appeared in the last two seconds, by id, with the monotonic time they did.
+    /// Outputs that appeared in the last second, by id, with the monotonic time they did: a switch to
+    /// one within that window is the server's reaction to its arrival (DESIGN.md's 1 s window).
     var recentlyAdded: [String: Double] = [:]
 
     static func run(_ options: GlobalOptions, apply: Bool, muteOnFallback: Bool) throws(Failure) -> ExitStatus {
@@ -66,7 +67,7 @@ struct Watcher {
         let decision = apply ? Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback) : Decision()
         let ownSet = externalSet(change)
         let clock = WaitCommand.monotonic()
-        recentlyAdded = recentlyAdded.filter { clock - $0.value < 2 }
+        recentlyAdded = recentlyAdded.filter { clock - $0.value < 1 }
         for output in change.added { recentlyAdded[output.id] = clock }
         var events = Events.diff(change, own: ownSet, recentlyAdded: Set(recentlyAdded.keys))
         // The route event waits for routectl's own move, so that one user action is one route change.
@@ -81,7 +82,7 @@ struct Watcher {
         var after = next
         if let request = decision.request {
             let result = try RouteCommands.route(connection, request, preferredInput: preferences.preferredInput,
-                                                 timeout: options.timeout)
+                                                 timeout: options.timeout, reason: decision.reason ?? .override)
             after = result.snapshot
             if decision.muteFallback, result.status.route == .speaker, let sink = result.status.output?.sink {
                 after = try connection.apply([.setSinkMute(sink: sink, mute: true)], timeout: options.timeout) { s in
@@ -107,12 +108,12 @@ struct Watcher {
         return true
     }
 
-    /// A default-sink change that matches an override `routectl set` just recorded is routectl's own.
+    /// A route change to the output routectl (`set`, `clear`, another `watch --apply`) announced it
+    /// was moving to, moments ago, carries that command's reason.
     func externalSet(_ change: Change) -> (outputID: String, reason: RouteChangeReason)? {
-        guard change.routeChanged, let output = change.current.output,
-              let record = try? store.loadOverride(), record.target.route == output.route,
-              State.now() - record.setAt <= 5 else { return nil }
-        return (output.id, .override)
+        guard change.routeChanged, let output = change.current.output, let intent = store.loadIntent(),
+              intent.output == output.id, State.nowMilliseconds() - intent.at <= 5000 else { return nil }
+        return (output.id, intent.reason)
     }
 
     func preferences() throws(Failure) -> Preferences {

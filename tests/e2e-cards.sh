@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# End-to-end tests on real ALSA cards simulated below the server (sim/, scripts/server.sh CARDS=...),
+# so the server's own port, jack and profile code and its switching policies run: PulseAudio's
+# module-switch-on-port-available, WirePlumber's. Each check asserts what the server reports back
+# (default sink, active port, card profile, where streams are) and what routectl prints.
+#   tests/e2e-cards.sh pulseaudio|pipewire [ROUTECTL]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+players=()
+watchers=()
+before_cleanup() {
+	for pid in "${players[@]}" "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+CARDS="laptop hdmi" e2e_setup cards "${1:?usage: e2e-cards.sh pulseaudio|pipewire [routectl]}" "${2:-}"
+
+laptop=alsa_output.sim-laptop.analog-stereo
+hdmi=alsa_output.sim-hdmi.hdmi-stereo
+speaker_id=alsa_card.sim-laptop:analog-output-speaker
+phones_id=alsa_card.sim-laptop:analog-output-headphones
+hdmi_id=alsa_card.sim-hdmi:hdmi-output-0
+
+# What the server says, not what routectl says: the default sink and its active port, a card's profile.
+server_route() {
+	local sink
+	sink=$(pactl get-default-sink)
+	printf '%s %s\n' "$sink" "$(LC_ALL=C pactl -f json list sinks | python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    if s["name"] == sys.argv[1]: print(s["active_port"])' "$sink")"
+}
+profile_of() { LC_ALL=C pactl -f json list cards | python3 -c '
+import json, sys
+for c in json.load(sys.stdin):
+    if c["name"] == sys.argv[1]: print(c["active_profile"])' "$1"; }
+sink_of_stream() { # the sink name a stream (by media.name) plays on
+	LC_ALL=C pactl -f json list sink-inputs | python3 -c '
+import json, subprocess, sys
+sinks = {s["index"]: s["name"] for s in json.loads(subprocess.check_output(["pactl", "-f", "json", "list", "sinks"]))}
+for i in json.load(sys.stdin):
+    if i["properties"].get("media.name") == sys.argv[1]: print(sinks.get(i["sink"], "?"))' "$1"
+}
+server_is() { [ "$(server_route)" = "$1" ]; }
+play() { # play NAME [SINK]: a stream that stays until the test ends
+	pacat --raw --client-name="$1" --stream-name="$1" ${2:+--device="$2"} </dev/zero >/dev/null 2>&1 &
+	players+=($!)
+	wait_for "stream $1" sh -c "pactl list sink-inputs | grep -q 'media.name = \"$1\"'"
+}
+# quiet FILE...: waits until the files have not grown for 0.6 s (the servers' own policies act within
+# ~0.3 s), so that a fight between routectl and the server would show in them; at most 10 s.
+quiet() {
+	local before after i
+	for i in $(seq 1 50); do
+		before=$(cat "$@" | wc -c)
+		sleep 0.6
+		after=$(cat "$@" | wc -c)
+		[ "$before" = "$after" ] && return 0
+	done
+	echo "  never quiet: $*" >&2
+	return 1
+}
+start_watchers() {
+	watch=$dir/watch.txt apply=$dir/apply.txt
+	"$routectl" watch >"$watch" 2>"$dir/watch.err" &
+	watchers+=($!)
+	"$routectl" watch --apply >"$apply" 2>"$dir/apply.err" &
+	watchers+=($!)
+	wait_line "$watch" 1 "^route .* reason=initial"
+	wait_line "$apply" 1 "^route .* reason=initial"
+}
+stop_watchers() {
+	for pid in "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+	watchers=()
+}
+# expect_both NAME LINE: the line is in both watchers' output, exactly once each.
+expect_both() {
+	local name file
+	for file in "$watch" "$apply"; do
+		name="$1 ($([ "$file" = "$watch" ] && echo watch || echo watch --apply))"
+		if [ "$(lines "$file" | grep -cxF -- "$2" || true)" = 1 ]; then ok "$name"; else
+			not_ok "$name" "expected once: $2" "the events:" "$(lines "$file" | sed 's/^/  /')"
+		fi
+	done
+}
+
+echo "== $server on a simulated laptop and HDMI: $(pactl info | sed -n 's/^Server Name: //p')"
+expect_eq "the server starts on the laptop's speaker" "$laptop analog-output-speaker" "$(server_route)"
+expect_eq "query route" speaker "$(rc query route)"
+expect_eq "query headset: the jack is empty" no "$(rc query headset)"
+expect_match "devices: the headphones are not available" "^ +headset +no +$phones_id " "$(rc devices)"
+# The monitor starts asleep: PulseAudio never keeps an output a jack marks unavailable as the default
+# while another is available (see the end), and a sleeping monitor is the common case.
+jack hdmi hdmi out
+wait_for "HDMI not available" sh -c "'$routectl' devices | grep -q ' no  *$hdmi_id '"
+start_watchers
+expected=("route speaker reason=initial output=$speaker_id")
+
+echo "-- headphones plugged: the server switches the port; one arrival, no removed speaker"
+jack laptop headphone in
+wait_for "the server on the headphones" server_is "$laptop analog-output-headphones"
+wait_line "$apply" 1 "^route headset"
+wait_line "$watch" 1 "^route headset"
+quiet "$watch" "$apply"
+expect_eq "server: headphones" "$laptop analog-output-headphones" "$(server_route)"
+expect_both "plug: one route event, new-device-available" \
+	"route headset (was speaker) reason=new-device-available output=$phones_id"
+expect_both "plug: the headphones arrive" "device-added headset $phones_id \"Headphones (Built-in Audio)\""
+expect_eq "plug: no device-removed for the hidden speaker" 0 "$(lines "$watch" device-removed | wc -l)"
+expected+=("device-added headset $phones_id \"Headphones (Built-in Audio)\""
+	"route headset (was speaker) reason=new-device-available output=$phones_id")
+expect_eq "query speaker: still there behind the jack" yes "$(rc query speaker)"
+expect_match "devices: the speaker is hidden by the jack" "^ +speaker +jack +$speaker_id " "$(rc devices)"
+
+echo "-- set speaker --force with the headphones in, and back"
+run_rc rc set speaker
+expect_rc "set speaker (no --force): exit 0" 0
+expect_eq "set speaker: the headphones keep the sound" "$laptop analog-output-headphones" "$(server_route)"
+run_rc rc set speaker --force
+expect_rc "set speaker --force: exit 0" 0
+expect_eq "set speaker --force: the speaker port, read back from the server" "$laptop analog-output-speaker" "$(server_route)"
+expect_eq "set speaker --force: route printed" "route     speaker" "$(printf '%s\n' "$out" | head -1)"
+wait_line "$apply" 1 "^route speaker \(was headset\)"
+quiet "$watch" "$apply"
+expect_eq "set speaker --force: no ping-pong, the server leaves it" "$laptop analog-output-speaker" "$(server_route)"
+expect_both "set speaker --force: reason override" "route speaker (was headset) reason=override output=$speaker_id"
+expected+=("route speaker (was headset) reason=override output=$speaker_id")
+run_rc rc clear
+expect_rc "clear: exit 0" 0
+expect_eq "clear: the plugged headphones take the sound again (rule 1)" "$laptop analog-output-headphones" "$(server_route)"
+wait_line "$apply" 2 "^route headset"
+quiet "$watch" "$apply"
+expect_both "clear: reason override" "route headset (was speaker) reason=override output=$phones_id"
+expected+=("route headset (was speaker) reason=override output=$phones_id")
+
+echo "-- headphones pulled: one departure"
+jack laptop headphone out
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+wait_line "$apply" 1 "reason=old-device-unavailable"
+wait_line "$watch" 1 "reason=old-device-unavailable"
+quiet "$watch" "$apply"
+expect_both "unplug: one route event, old-device-unavailable" \
+	"route speaker (was headset) reason=old-device-unavailable output=$speaker_id"
+expect_eq "unplug: no device-added for the speaker" 0 "$(lines "$watch" device-added | grep -c speaker || true)"
+expected+=("device-removed headset $phones_id \"Headphones (Built-in Audio)\""
+	"route speaker (was headset) reason=old-device-unavailable output=$speaker_id")
+
+echo "-- the monitor wakes: what the server does is reported by the event rule"
+jack hdmi hdmi in
+wait_line "$apply" 1 "^device-added unknown $hdmi_id"
+quiet "$watch" "$apply"
+expected+=("device-added unknown $hdmi_id \"HDMI / DisplayPort (HDA Intel HDMI)\"")
+if [ "$(pactl get-default-sink)" = "$hdmi" ]; then
+	echo "  ($server moved the default to the waking monitor)"
+	expect_both "wake: taken by the server, new-device-available" \
+		"route unknown (was speaker) reason=new-device-available output=$hdmi_id"
+	expected+=("route unknown (was speaker) reason=new-device-available output=$hdmi_id")
+	pactl set-default-sink "$laptop"
+	wait_line "$apply" 2 "^route speaker \(was unknown\)"
+	quiet "$watch" "$apply"
+	expected+=("route speaker (was unknown) reason=route-configuration-change output=$speaker_id")
+else
+	echo "  ($server left the default on the speaker)"
+	expect_eq "wake: no route event" 0 "$(lines "$apply" route | grep -c "^route unknown (was speaker) reason=new" || true)"
+fi
+
+echo "-- a stream the user placed on another sink stays there (rule 5)"
+play music
+play placed "$hdmi"
+plug headset sim-usb-headphones
+wait_line "$apply" 1 "^route headset .* output=sim-usb-headphones"
+for _ in $(seq 1 100); do [ "$(sink_of_stream music)" = sim-usb-headphones ] && break; sleep 0.05; done
+quiet "$watch" "$apply"
+expect_eq "the stream on the old default followed the route" sim-usb-headphones "$(sink_of_stream music)"
+expect_eq "the stream placed on HDMI stayed" "$hdmi" "$(sink_of_stream placed)"
+unplug sim-usb-headphones
+wait_line "$apply" 1 "^route speaker \(was headset\) reason=old-device-unavailable output=$speaker_id"
+quiet "$watch" "$apply"
+expect_eq "unplugged: the stream placed on HDMI still stayed" "$hdmi" "$(sink_of_stream placed)"
+expected+=("device-added headset sim-usb-headphones \"sim-usb-headphones\""
+	"route headset (was speaker) reason=new-device-available output=sim-usb-headphones"
+	"device-removed headset sim-usb-headphones \"sim-usb-headphones\""
+	"route speaker (was headset) reason=old-device-unavailable output=$speaker_id")
+
+echo "-- another client picks HDMI: reported and respected (rule 5)"
+# Within 1 s of appearing, a pick of a new output is the server's reaction to it (DESIGN.md, desktop
+# policy); after that it is a user's. Wait out that window, as a person at a mixer would.
+sleep 1.1
+pactl set-default-sink "$hdmi"
+wait_line "$apply" 1 "^route unknown"
+quiet "$watch" "$apply"
+expect_eq "HDMI stays the default" "$hdmi hdmi-output-0" "$(server_route)"
+expect_both "another client's pick" "route unknown (was speaker) reason=route-configuration-change output=$hdmi_id"
+expected+=("route unknown (was speaker) reason=route-configuration-change output=$hdmi_id")
+
+echo "-- the monitor sleeps: its output goes, the route falls back to the speaker"
+jack hdmi hdmi out
+wait_line "$apply" 1 "^route speaker \(was unknown\)"
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+quiet "$watch" "$apply"
+expect_both "sleep: old-device-unavailable" "route speaker (was unknown) reason=old-device-unavailable output=$speaker_id"
+expect_both "sleep: HDMI removed" "device-removed unknown $hdmi_id \"HDMI / DisplayPort (HDA Intel HDMI)\""
+expected+=("device-removed unknown $hdmi_id \"HDMI / DisplayPort (HDA Intel HDMI)\""
+	"route speaker (was unknown) reason=old-device-unavailable output=$speaker_id")
+
+echo "-- watch --apply over the whole sequence: the exact event lines"
+expect_eq "watch --apply: every route and device line, in order" \
+	"$(printf '%s\n' "${expected[@]}")" "$(lines "$apply" route device-added device-removed override-cleared)"
+expect_eq "watch: the same route lines as watch --apply" \
+	"$(lines "$apply" route)" "$(lines "$watch" route)"
+expect_eq "watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
+stop_watchers
+for pid in "${players[@]}"; do kill "$pid" 2>/dev/null || true; done
+players=()
+
+summary
