@@ -212,4 +212,75 @@ stop_watchers
 for pid in "${players[@]}"; do kill "$pid" 2>/dev/null || true; done
 players=()
 
+echo "-- --force onto the hidden speaker while the monitor is awake: refused, nothing changed"
+jack hdmi hdmi in
+# The user picked HDMI above, so the server may make it the default again as it wakes: pick the laptop.
+wait_for "HDMI available" sh -c "'$routectl' devices | grep -q ' yes  *$hdmi_id '"
+pactl set-default-sink "$laptop"
+jack laptop headphone in
+wait_for "the server on the headphones" server_is "$laptop analog-output-headphones"
+wait_for "HDMI available" sh -c "'$routectl' devices | grep -q ' yes  *$hdmi_id '"
+run_rc rc set speaker --force
+expect_rc "hidden speaker beside an available HDMI: exit 1" 1
+expect_eq "hidden speaker beside an available HDMI: one line saying why" \
+	"routectl: '$speaker_id' is hidden by a plugged jack, and the server keeps the default on an available output ('$hdmi_id') instead; unplug the jack or make that output unavailable" "$err"
+expect_eq "hidden speaker beside an available HDMI: the headphones keep the sound" "$laptop analog-output-headphones" "$(server_route)"
+jack laptop headphone out
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+
+# phone_tour KIND EARPIECE_PROFILE SPEAKER_PROFILE HEADPHONES_PROFILE: the phone's targets and its
+# headset jack under one profile naming, with both watchers running.
+phone_tour() {
+	local kind=$1 ear_profile=$2 spk_profile=$3 hp_profile=$4 card=alsa_card.sim-$1
+	local ear=$card:"[Out] Earpiece" spk=$card:"[Out] Speaker" hp=$card:"[Out] Headphones"
+	cards_server "$kind"
+	echo "== $server on a simulated $kind: profiles $(LC_ALL=C pactl -f json list cards | python3 -c 'import json,sys; print(", ".join(json.load(sys.stdin)[0]["profiles"]))')"
+	expect_eq "$kind: starts on the speaker" speaker "$(rc query route)"
+	run_rc rc set earpiece
+	expect_rc "$kind: set earpiece: exit 0" 0
+	expect_eq "$kind: set earpiece: the card's profile" "$ear_profile" "$(profile_of "$card")"
+	expect_match "$kind: set earpiece: the earpiece port is active" " \[Out\] Earpiece$" "$(server_route)"
+	expect_eq "$kind: set earpiece: route read back" receiver "$(rc query route)"
+	run_rc rc set speaker
+	expect_rc "$kind: set speaker: exit 0" 0
+	expect_eq "$kind: set speaker: back to a non-call profile" "$spk_profile" "$(profile_of "$card")"
+	expect_match "$kind: set speaker: the speaker port" " \[Out\] Speaker$" "$(server_route)"
+	rc set earpiece >/dev/null
+	start_watchers
+	jack "$kind" headphone in
+	wait_line "$apply" 1 "^route headset"
+	wait_for "$kind: the headphones" sh -c "'$routectl' query route | grep -qx headset"
+	quiet "$watch" "$apply"
+	expect_eq "$kind: headset jack: the profile that has the headphones" "$hp_profile" "$(profile_of "$card")"
+	expect_match "$kind: headset jack: the headphones port" " \[Out\] Headphones$" "$(server_route)"
+	expect_both "$kind: headset jack: one route event" "route headset (was receiver) reason=new-device-available output=$hp"
+	expect_eq "$kind: headset jack: the override went" "override-cleared earpiece: '$hp' was connected" "$(lines "$apply" override-cleared)"
+	jack "$kind" headphone out
+	wait_line "$apply" 1 "reason=old-device-unavailable"
+	wait_for "$kind: back on the speaker" sh -c "'$routectl' query route | grep -qx speaker"
+	quiet "$watch" "$apply"
+	expect_eq "$kind: pulled: the default target's profile" "$spk_profile" "$(profile_of "$card")"
+	expect_both "$kind: pulled: one route event" "route speaker (was headset) reason=old-device-unavailable output=$spk"
+	rc default earpiece >/dev/null
+	run_rc rc clear
+	expect_rc "$kind: clear with the default earpiece: exit 0" 0
+	expect_eq "$kind: clear: the earpiece" "$ear_profile" "$(profile_of "$card")"
+	jack "$kind" headphone in
+	wait_line "$apply" 2 "^route headset"
+	quiet "$watch" "$apply"
+	jack "$kind" headphone out
+	wait_line "$apply" 2 "reason=old-device-unavailable"
+	wait_for "$kind: back on the earpiece" sh -c "'$routectl' query route | grep -qx receiver"
+	quiet "$watch" "$apply"
+	expect_eq "$kind: pulled with the default earpiece: its profile" "$ear_profile" "$(profile_of "$card")"
+	expect_both "$kind: pulled with the default earpiece: one route event" \
+		"route receiver (was headset) reason=old-device-unavailable output=$ear"
+	expect_eq "$kind: watch and watch --apply saw the same route changes" "$(lines "$apply" route)" "$(lines "$watch" route)"
+	expect_eq "$kind: watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
+	stop_watchers
+	rc default speaker >/dev/null
+}
+phone_tour phone "Voice Call" HiFi HiFi
+phone_tour phone17 "HiFi (Earpiece, Mic)" "HiFi (Headphones, Mic, Speaker)" "HiFi (Headphones, Mic, Speaker)"
+
 summary

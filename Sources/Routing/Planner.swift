@@ -41,15 +41,31 @@ public struct Plan: Equatable, Sendable {
     public var needsReplan: Bool
 
     public var expectedRoute: Route? { output?.route }
+
+    /// Whether carrying it out would move the route (a profile, a port or the default sink), as
+    /// opposed to only following streams or the microphone.
+    public var movesRoute: Bool {
+        actions.contains { action in
+            switch action {
+            case .setCardProfile, .setSinkPort, .setDefaultSink: return true
+            default: return false
+            }
+        }
+    }
 }
 
 /// Why a request cannot be planned at all.
 public enum PlanningError: Error, Equatable, Sendable, CustomStringConvertible {
     case noSuchDevice(String, RouteTarget)
+    /// Both servers rank a sink whose active port a jack marks unavailable below any other usable
+    /// sink, and move the default away from it at once: switching would not stick, only flap.
+    case hiddenByJack(output: String, rival: String)
 
     public var description: String {
         switch self {
         case let .noSuchDevice(name, target): return "no \(target.route.rawValue) output named '\(name)' (see 'routectl devices')"
+        case let .hiddenByJack(output, rival):
+            return "'\(output)' is hidden by a plugged jack, and the server keeps the default on an available output ('\(rival)') instead; unplug the jack or make that output unavailable"
         }
     }
 }
@@ -99,11 +115,11 @@ public enum Planner {
             guard let output = match(device, in: status.outputs, route: wanted) else {
                 throw .noSuchDevice(device, request.target)
             }
-            return actions(toward: output, snapshot, status, context, outcome: .switchTo)
+            return try actions(toward: output, snapshot, status, context, outcome: .switchTo)
         }
         // A built-in output hidden by a plugged jack is reached only with --force (rule 4).
         if let output = best(wanted, status, context, includeHidden: request.force) {
-            return actions(toward: output, snapshot, status, context, outcome: .switchTo)
+            return try actions(toward: output, snapshot, status, context, outcome: .switchTo)
         }
         // Rule 4: nothing of that kind here. An external device in use keeps the sound (rule 1);
         // otherwise an earpiece, or an absent external device, degrades to the speaker, and a speaker
@@ -113,7 +129,7 @@ public enum Planner {
         }
         if let speaker = best(.speaker, status, context, includeHidden: request.force)
             ?? best(.headset, status, context, includeHidden: false) {
-            return actions(toward: speaker, snapshot, status, context, outcome: .fellBack(from: request.target))
+            return try actions(toward: speaker, snapshot, status, context, outcome: .fellBack(from: request.target))
         }
         return Plan(outcome: .fellBack(from: request.target), actions: [], output: nil, needsReplan: false)
     }
@@ -166,7 +182,13 @@ public enum Planner {
     }
 
     static func actions(toward output: Output, _ snapshot: Snapshot, _ status: Status, _ context: PlanContext,
-                        outcome: Plan.Outcome) -> Plan {
+                        outcome: Plan.Outcome) throws(PlanningError) -> Plan {
+        if output.isHiddenByJack, let rival = status.outputs.first(where: { o in
+            o.sink != nil && o.sink != output.sink && o.availability.isUsable
+                && snapshot.sinks.first { $0.name == o.sink }.map { $0.activePort == nil || $0.activePort == o.port } == true
+        }) {
+            throw .hiddenByJack(output: output.id, rival: rival.id)
+        }
         if let card = output.cardName, let profile = profile(for: output, context) {
             // Switch first; the wanted sink exists only after it, so planning runs again on the new sinks.
             return Plan(outcome: outcome, actions: [.setCardProfile(card: card, profile: profile)], output: output, needsReplan: true)

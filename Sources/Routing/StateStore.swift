@@ -45,11 +45,14 @@ public struct RouteIntent: Equatable, Sendable {
     public var reason: RouteChangeReason
     /// When, in milliseconds of the real-time clock.
     public var at: Int64
+    /// The command has finished (read the route back, or given up).
+    public var done: Bool
 
-    public init(output: String, reason: RouteChangeReason, at: Int64) {
+    public init(output: String, reason: RouteChangeReason, at: Int64, done: Bool = false) {
         self.output = output
         self.reason = reason
         self.at = at
+        self.done = done
     }
 }
 
@@ -170,7 +173,7 @@ public struct StateStore: Sendable {
         try prepareDirectory(FileIO.directory(of: path), isRuntime: true)
         try write(path, JSON.object([
             ("version", .int(1)), ("output", .string(intent.output)), ("reason", .string(intent.reason.rawValue)),
-            ("at", .int(intent.at)),
+            ("at", .int(intent.at)), ("done", .bool(intent.done)),
         ]))
     }
 
@@ -180,7 +183,7 @@ public struct StateStore: Sendable {
         let r = Reader(value: json, path: "")
         guard let output = try? r.string("output"), let word = try? r.string("reason"),
               let reason = RouteChangeReason(rawValue: word), let at = r.optional("at")?.value.intValue else { return nil }
-        return RouteIntent(output: output, reason: reason, at: at)
+        return RouteIntent(output: output, reason: reason, at: at, done: r.optional("done")?.value.boolValue ?? true)
     }
 
     public func lockOverride() throws(StateError) -> FileLock {

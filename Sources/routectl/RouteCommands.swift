@@ -44,6 +44,14 @@ enum RouteCommands {
                       timeout: Double, from initial: Snapshot? = nil, reason: RouteChangeReason = .override) throws(Failure) -> Result {
         try onServer {
             var snapshot = try initial ?? connection.snapshot(timeout: timeout)
+            // Watchers hold their route events while the intent is in progress: say when it is over.
+            var announced: RouteIntent?
+            defer {
+                if var intent = announced {
+                    intent.done = true
+                    try? State.store().saveIntent(intent)
+                }
+            }
             // Every step is judged against the route before the command (rule 7), and only the
             // streams of the default sink before it follow (rule 5).
             let context = PlanContext(preferredInput: preferredInput, before: Status(snapshot: snapshot).output,
@@ -56,14 +64,20 @@ enum RouteCommands {
                     throw Failure(status: .failed, message: "\(error)")
                 }
                 guard !plan.actions.isEmpty else { return Result(snapshot: snapshot, plan: plan) }
-                if let output = plan.output {
+                if let output = plan.output, announced?.output != output.id {
                     // Advisory: a watcher that cannot read it calls the switch another client's.
-                    try? State.store().saveIntent(RouteIntent(output: output.id, reason: reason, at: State.nowMilliseconds()))
+                    announced = RouteIntent(output: output.id, reason: reason, at: State.nowMilliseconds())
+                    try? State.store().saveIntent(announced!)
                 }
                 snapshot = try connection.apply(plan.actions, timeout: max(timeout, settleSeconds)) { s in
                     settled(s, plan)
                 }
                 if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
+                if snapshot.server.isPipeWire {
+                    // WirePlumber restores the card's routes for the new profile just after the switch:
+                    // choose the port once that burst is over, or WirePlumber undoes it.
+                    snapshot = try connection.snapshotWhenQuiet(timeout: timeout, quiet: 0.05, limit: 1)
+                }
             }
             throw Failure(status: .failed, message: "The card profile switch did not bring up the \(request.target.route.rawValue) output")
         }

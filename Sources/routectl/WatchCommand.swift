@@ -15,6 +15,13 @@ struct Watcher {
     let store = State.store()
     var snapshot: Snapshot
     var policy: PolicyState
+    /// The route last printed, which the next route event says it was.
+    var reported: (route: Route, output: Output?)
+    /// A route move in progress whose route event waits until it is done, so that one user action is
+    /// one route event in both modes and the server's transients on the way are not reported.
+    var hold: RouteHold?
+    /// The intent (by its time) already turned into a hold: each is adopted once.
+    var adoptedIntent: Int64?
     /// Outputs that appeared in the last second, by id, with the monotonic time they did: a switch to
     /// one within that window is the server's reaction to its arrival (DESIGN.md's 1 s window).
     var recentlyAdded: [String: Double] = [:]
@@ -31,8 +38,9 @@ struct Watcher {
         } catch {
             throw ServerAccess.failure(error)
         }
+        let status = Status(snapshot: snapshot)
         var watcher = Watcher(options: options, apply: apply, muteOnFallback: muteOnFallback, connection: connection,
-                              snapshot: snapshot, policy: PolicyState(status: Status(snapshot: snapshot)))
+                              snapshot: snapshot, policy: PolicyState(status: status), reported: (status.route, status.output))
         return try watcher.loop()
     }
 
@@ -42,7 +50,16 @@ struct Watcher {
         if apply { clearStaleOverride(status) }
         while !connection.shouldStop {
             do {
-                guard try connection.waitForChanges(timeout: nil) else { break }
+                let wait = hold.map { max(0, $0.wakeAt - WaitCommand.monotonic()) }
+                guard try connection.waitForChanges(timeout: wait) else {
+                    if connection.shouldStop { break }
+                    // Done and quiet, or out of time: report where the route is now.
+                    adoptIntent(snapshot)
+                    guard let held = hold, held.wakeAt <= WaitCommand.monotonic() else { continue }
+                    hold = nil
+                    guard reportRoute(Status(snapshot: snapshot), reason: held.reason) else { break }
+                    continue
+                }
                 let next = try connection.snapshotAfterChange(timeout: options.timeout)
                 guard try handle(Change(previous: snapshot, current: next), next) else { break }
             } catch let error as Failure where error.status == .stateFile {
@@ -63,18 +80,28 @@ struct Watcher {
 
     /// Reports one change and, with --apply, acts on it. False when stdout is gone.
     mutating func handle(_ change: Change, _ next: Snapshot) throws -> Bool {
-        let preferences = apply ? try preferences() : Preferences()
-        let decision = apply ? Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback) : Decision()
-        let ownSet = externalSet(change)
         let clock = WaitCommand.monotonic()
         recentlyAdded = recentlyAdded.filter { clock - $0.value < 1 }
         for output in change.added { recentlyAdded[output.id] = clock }
-        var events = Events.diff(change, own: ownSet, recentlyAdded: Set(recentlyAdded.keys))
+        let events = Events.diff(change, own: externalSet(change), recentlyAdded: Set(recentlyAdded.keys))
+        if var held = hold {
+            held.note(arrived: held.isDone(next), at: clock)
+            hold = held
+        }
+        adoptIntent(next)
+        guard apply else { return follow(change, next, events) }
+        let preferences = try preferences()
+        let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback)
         // The route event waits for routectl's own move, so that one user action is one route change.
-        if decision.request != nil { events.removeAll { $0.type == "route" } }
-        for event in events { guard emit(event) else { return false } }
+        for event in events where decision.request == nil || event.type != "route" {
+            if case let .route(_, _, reason, _) = event {
+                guard reportOrHold(Status(snapshot: next), reason: reason) else { return false }
+                continue
+            }
+            guard emit(event) else { return false }
+        }
         snapshot = next
-        guard apply, !decision.isEmpty else { return true }
+        guard !decision.isEmpty else { return true }
 
         if let cause = decision.clearOverride, let target = preferences.override, clearOverride() {
             guard emit(.overrideCleared(override: target, cause: cause)) else { return false }
@@ -98,14 +125,68 @@ struct Watcher {
         // One route event from where the user was to where the rules put the sound; the other events
         // of routectl's own steps (the microphone that followed, say) after it.
         let steps = Change(previous: next, current: after)
-        var settled = Events.diff(steps).filter { $0.type != "route" }
-        let before = change.previous, now = steps.current
-        if before.route != now.route || before.output?.id != now.output?.id {
-            settled.insert(.route(route: now.route, previous: before.route, reason: decision.reason ?? .override, output: now.output), at: 0)
+        guard reportRoute(steps.current, reason: decision.reason ?? .override) else { return false }
+        for event in Events.diff(steps) where event.type != "route" {
+            guard emit(event) else { return false }
         }
-        for event in settled { guard emit(event) else { return false } }
         snapshot = after
         return true
+    }
+
+    /// Plain `watch`: prints the change. While a `watch --apply` runs, a device change it will answer
+    /// holds the route event until the route gets where the rules put it (predicted by the same
+    /// rules), so that the server's own intermediate pick is not reported as a second route change.
+    mutating func follow(_ change: Change, _ next: Snapshot, _ events: [Event]) -> Bool {
+        snapshot = next
+        var reason: RouteChangeReason?
+        for event in events {
+            if case let .route(_, _, r, _) = event { reason = r; continue }
+            guard emit(event) else { return false }
+        }
+        let preferences = (try? preferences()) ?? Preferences()
+        let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: false)
+        if let request = decision.request, ApplyLock.isHeld(store) {
+            var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
+                                 deadline: WaitCommand.monotonic() + 1.5)
+            held.note(arrived: held.isDone(next), at: WaitCommand.monotonic())
+            hold = held
+        }
+        guard let reason = reason ?? hold?.reason else { return true }
+        return reportOrHold(change.current, reason: reason)
+    }
+
+    /// A route move routectl announced (its intent, written by `set`, `clear` or a `watch --apply`)
+    /// holds the route events until it is done: the server's reactions on the way (a profile switch
+    /// removes a sink, WirePlumber restores a port and is overruled) are not route changes of their own.
+    mutating func adoptIntent(_ next: Snapshot) {
+        guard let intent = store.loadIntent() else { return }
+        if let held = hold, held.intent == intent.at, intent.done {
+            // The command is over: its route event now, from where it began to where it ended.
+            hold = nil
+            _ = reportRoute(Status(snapshot: next), reason: held.reason)
+            return
+        }
+        guard intent.at != adoptedIntent, !intent.done else { return }
+        let age = Double(State.nowMilliseconds() - intent.at) / 1000
+        guard age >= 0, age < RouteHold.limit else { return }
+        adoptedIntent = intent.at
+        var held = RouteHold(target: intent.output, reason: intent.reason, deadline: WaitCommand.monotonic() + RouteHold.limit - age)
+        held.intent = intent.at
+        held.note(arrived: held.isDone(next), at: WaitCommand.monotonic())
+        hold = held
+    }
+
+    /// Reports the route now, unless a move is held (its event comes when it is done).
+    mutating func reportOrHold(_ status: Status, reason: RouteChangeReason) -> Bool {
+        hold == nil ? reportRoute(status, reason: reason) : true
+    }
+
+    /// Prints a route event when the route differs from the one last printed.
+    mutating func reportRoute(_ status: Status, reason: RouteChangeReason) -> Bool {
+        let was = reported
+        guard was.route != status.route || was.output?.id != status.output?.id || was.output?.sink != status.output?.sink
+            || was.output?.sinkIndex != status.output?.sinkIndex else { return true }
+        return emit(.route(route: status.route, previous: was.route, reason: reason, output: status.output))
     }
 
     /// A route change to the output routectl (`set`, `clear`, another `watch --apply`) announced it
@@ -184,13 +265,68 @@ struct Watcher {
     }
 
     /// Prints one event, flushed; false when stdout is gone (a closed pipe ends watch quietly).
-    func emit(_ event: Event) -> Bool {
-        Console.out(EventRenderer.line(event, json: options.json))
+    mutating func emit(_ event: Event) -> Bool {
+        if case let .route(route, _, _, output) = event { reported = (route, output) }
+        if case let .recovered(route, output) = event { reported = (route, output) }
+        return Console.out(EventRenderer.line(event, json: options.json))
+    }
+}
+
+/// A route move whose route event waits until it is done: the route has reached its target (an
+/// output, or where a policy request leads) and the server has been quiet for a moment; or the
+/// deadline passed. Then one route event is printed, with the move's reason.
+struct RouteHold {
+    /// How long a move may take before its route event is printed anyway, in seconds.
+    static let limit = 2.0
+    /// How long the server must stay quiet once the target is reached, in seconds: WirePlumber's
+    /// reactions to a profile switch come within a few milliseconds.
+    static let quiet = 0.06
+
+    var target: String?
+    var request: RouteRequest?
+    /// The intent this hold waits on (its time), whose `done` ends it.
+    var intent: Int64?
+    var reason: RouteChangeReason
+    var preferredInput: String?
+    var deadline: Double
+    var quietUntil: Double?
+
+    init(target: String? = nil, request: RouteRequest? = nil, reason: RouteChangeReason, preferredInput: String? = nil,
+         deadline: Double) {
+        self.target = target
+        self.request = request
+        self.reason = reason
+        self.preferredInput = preferredInput
+        self.deadline = deadline
+    }
+
+    /// When the watcher should look again without a server change.
+    var wakeAt: Double { min(deadline, quietUntil ?? deadline) }
+
+    func isDone(_ snapshot: Snapshot) -> Bool {
+        if let target { return Status(snapshot: snapshot).output?.id == target }
+        guard let request else { return true }
+        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput))
+        return plan.map { !$0.movesRoute } ?? true
+    }
+
+    mutating func note(arrived: Bool, at now: Double) {
+        quietUntil = arrived ? now + RouteHold.quiet : nil
     }
 }
 
 /// One `watch --apply` per user session: an flock on a file in the runtime dir that holds the pid.
 enum ApplyLock {
+    /// Whether a `watch --apply` holds the lock now: its pid, recorded in the lock file, is a live
+    /// routectl. Asking flock would take the lock for a moment and could turn a starting watcher away.
+    static func isHeld(_ store: StateStore) -> Bool {
+        guard let path = store.overrideFile?.replacingSuffix("override.json", with: "apply.lock"),
+              let bytes = try? FileIO.read(path), let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingNewline),
+              pid > 0, kill(pid, 0) == 0 || errno == EPERM,
+              let comm = try? FileIO.read("/proc/\(pid)/comm") else { return false }
+        return String(decoding: comm, as: UTF8.self).hasPrefix("routectl")
+    }
+
     static func acquire(_ store: StateStore) throws(Failure) -> FileLock {
         guard let overrideFile = store.overrideFile else {
             throw Failure(status: .stateFile, message: "$XDG_RUNTIME_DIR: not set; 'watch --apply' keeps its lock in the runtime directory")

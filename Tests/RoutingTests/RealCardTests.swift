@@ -10,9 +10,10 @@ import Testing
     let hifiSink = "alsa_output.platform-sound.HiFi__hw_PinePhone_0__sink"
 
     /// The laptop with the headphones plugged: the server switched the port, and jack detection marks
-    /// the speaker "not available".
+    /// the speaker "not available". Its HDMI monitor is asleep.
     func headphonesIn() throws -> Snapshot {
         try fixture("laptop")
+            .jack("alsa_output.pci-0000_00_1f.3.hdmi-stereo", "hdmi-output-0", .unavailable)
             .jack(laptopSink, "analog-output-headphones", .available)
             .jack(laptopSink, "analog-output-speaker", .unavailable)
             .routed(to: laptopSink, port: "analog-output-headphones")
@@ -28,10 +29,11 @@ import Testing
     }
 
     @Test func pluggingHeadphonesRemovesNoSpeaker() throws {
-        let change = Change(previous: try fixture("laptop"), current: try headphonesIn())
+        let asleep = try fixture("laptop").jack("alsa_output.pci-0000_00_1f.3.hdmi-stereo", "hdmi-output-0", .unavailable)
+        let change = Change(previous: asleep, current: try headphonesIn())
         #expect(change.added.map(\.id) == ["\(laptopCard):analog-output-headphones"])
         #expect(change.removed.isEmpty, "a jack that hides a built-in output is not a device-removed")
-        let unplug = Change(previous: try headphonesIn(), current: try fixture("laptop"))
+        let unplug = Change(previous: try headphonesIn(), current: asleep)
         #expect(unplug.added.isEmpty)
         #expect(unplug.removed.map(\.id) == ["\(laptopCard):analog-output-headphones"])
         #expect(Events.diff(unplug).contains(.route(route: .speaker, previous: .headset, reason: .oldDeviceUnavailable,
@@ -79,9 +81,9 @@ import Testing
                       port: Port(name: "analog-output-speaker", description: "Speakers", type: .unknown)) == .speaker)
     }
 
-    /// A laptop card and a second card with a speaker of its own.
-    func twoCards() throws -> Snapshot {
-        var s = try headphonesIn()
+    /// A laptop card (the default on its HDMI sink) and a second card with a speaker of its own.
+    func twoCards(_ base: Snapshot) -> Snapshot {
+        var s = base
         let other = Card(index: 9, name: "alsa_card.usb-dock", driver: "module-alsa-card.c",
                          properties: ["device.description": "Dock"],
                          profiles: [Profile(name: "output:analog-stereo", description: "Analog", sinks: 1, priority: 6500)],
@@ -96,16 +98,27 @@ import Testing
     }
 
     @Test func theSameCardFirstEvenAgainstABetterPriority() throws {
-        let plan = try Planner.plan(try twoCards(), RouteRequest(target: .speaker, force: true))
-        #expect(plan.actions == [.setSinkPort(sink: laptopSink, port: "analog-output-speaker")])
+        let s = twoCards(try fixture("laptop").routed(to: "alsa_output.pci-0000_00_1f.3.hdmi-stereo"))
+        let plan = try Planner.plan(s, RouteRequest(target: .speaker))
+        #expect(plan.actions.first == .setDefaultSink(laptopSink))
     }
 
     @Test func anotherCardWhenTheCurrentOneHasNone() throws {
-        var s = try twoCards()
+        var s = twoCards(try fixture("laptop").routed(to: "alsa_output.pci-0000_00_1f.3.hdmi-stereo"))
         s.sinks[0].ports.removeAll { $0.name == "analog-output-speaker" }
         s.cards[0].ports.removeAll { $0.name == "analog-output-speaker" }
-        let plan = try Planner.plan(s, RouteRequest(target: .speaker, force: true))
+        let plan = try Planner.plan(s, RouteRequest(target: .speaker))
         #expect(plan.actions.first == .setDefaultSink("alsa_output.usb-dock.analog-stereo"))
+    }
+
+    /// Both servers move the default off a sink whose active port a jack marks unavailable while
+    /// another sink is usable: forcing the hidden speaker then would only flap, so it is refused.
+    @Test func aHiddenSpeakerWithAnAvailableRivalIsRefused() throws {
+        let s = twoCards(try headphonesIn())
+        #expect(throws: PlanningError.hiddenByJack(output: "\(laptopCard):analog-output-speaker",
+                                                   rival: "alsa_card.usb-dock:analog-output-speaker")) {
+            try Planner.plan(s, RouteRequest(target: .speaker, device: "\(laptopCard):analog-output-speaker", force: true))
+        }
     }
 
     /// The older-named phone in Voice Call with the earpiece active; the speaker exists in both verbs.
