@@ -8,6 +8,11 @@
 #   scripts/server.sh plug DIR KIND NAME              load a null sink with KIND's properties
 #   scripts/server.sh unplug DIR NAME                 unload it
 #   scripts/server.sh jack DIR CARD JACK in|out       plug/unplug a simulated card's jack
+#   scripts/server.sh bt DIR add ADDR NAME [PROFILES] a Bluetooth headset (BLUETOOTH=1 servers);
+#                                                     PROFILES: a2dp (default), a2dp+hfp, a2dp+hsp
+#   scripts/server.sh bt DIR connect|disconnect|remove ADDR
+#   scripts/server.sh bt DIR headset ADDR NAME [PROFILES]   add + connect
+#   scripts/server.sh bt DIR status                   the stand-in's view (transports, bytes played)
 # PRELOAD="kind:name ..." makes start load those devices with the server itself, so that they are
 # there again the moment a restarted server comes up (the reconnection tests).
 # CARDS="laptop hdmi ..." makes start give the server simulated ALSA cards (sim/, kinds: laptop
@@ -18,6 +23,11 @@
 # environment (ALSA_CONFIG_PATH, ALSA_CONFIG_UCM2, LD_PRELOAD) is the servers' only, never the
 # clients'; the servers' system bus is $DIR/run/system_bus_socket (nothing there unless a test
 # starts a stand-in), never the machine's.
+# BLUETOOTH=1 makes start run a private system bus there with a stand-in for bluetoothd
+# (sim/bluez) before the server, and the server's own bluez5 code (PulseAudio: module-bluetooth-policy
+# and module-bluetooth-discover; WirePlumber: its bluez monitor); start returns once the server has
+# registered its A2DP endpoint and HFP profile. Headsets come and go with `bt` (card
+# bluez_card.ADDR_WITH_UNDERSCORES appears some tens of ms after `bt connect`).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -146,6 +156,76 @@ wait_ready() {
 	return 1
 }
 
+bluetooth_on() {
+	[ "${BLUETOOTH:-0}" = 1 ]
+}
+
+bus_address() {
+	echo "unix:path=$1/run/system_bus_socket"
+}
+
+# BLUETOOTH=1: the private system bus and the BlueZ stand-in, each in its own process group
+# (their pids in $dir/bt-pids, for stop), and what the servers need for HFP's SCO socket (the
+# preload shim's socketpair stand-in, sim/shim/preload.c).
+bt_start() {
+	local dir=$1 i
+	bluetooth_on || return 0
+	rm -f "$dir/run/system_bus_socket"
+	setsid dbus-daemon --config-file="$root/sim/bluez/bus.conf" --address="$(bus_address "$dir")" \
+		--nofork --nopidfile >"$dir/bus.log" 2>&1 &
+	echo $! >"$dir/bt-pids"
+	for i in $(seq 1 200); do [ -S "$dir/run/system_bus_socket" ] && break; sleep 0.01; done
+	setsid /usr/bin/python3 "$root/sim/bluez/bluez-sim.py" --address="$(bus_address "$dir")" \
+		>"$dir/bluez.log" 2>&1 &
+	echo $! >>"$dir/bt-pids"
+	for i in $(seq 1 300); do
+		"$root/sim/bluez/btctl" "$(bus_address "$dir")" status >/dev/null 2>&1 && break
+		sleep 0.01
+	done
+	if [[ " ${sim_env[*]} " != *" LD_PRELOAD="* ]]; then
+		"$root/sim/build.sh" "$root/.build/sim"
+		sim_env+=("LD_PRELOAD=$root/.build/sim/routectl-sim-preload.so")
+	fi
+	sim_env+=("ROUTECTL_SIM_SCO=1")
+}
+
+bt_stop() {
+	local dir=$1 pid
+	[ -f "$dir/bt-pids" ] || return 0
+	for pid in $(cat "$dir/bt-pids"); do kill -TERM -- "-$pid" 2>/dev/null || true; done
+	for pid in $(cat "$dir/bt-pids"); do
+		for _ in $(seq 1 40); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.05; done
+		kill -KILL -- "-$pid" 2>/dev/null || true
+	done
+	rm -f "$dir/bt-pids"
+}
+
+# Wait until the server has registered with the stand-in what a headset needs.
+bt_wait_registered() {
+	local dir=$1 i
+	bluetooth_on || return 0
+	for i in $(seq 1 300); do
+		"$root/sim/bluez/btctl" "$(bus_address "$dir")" ready a2dp+hfp 2>/dev/null && return 0
+		sleep 0.02
+	done
+	echo "server.sh: the server in $dir did not register with the BlueZ stand-in; logs:" >&2
+	tail -n 20 "$dir/bluez.log" "$dir/server.log" >&2 || true
+	return 1
+}
+
+bt() {
+	local dir=$1 cmd=${2:-} bus
+	bus=$(bus_address "$dir")
+	shift 2 || true
+	case "$cmd" in
+	headset)
+		"$root/sim/bluez/btctl" "$bus" add "$@"
+		"$root/sim/bluez/btctl" "$bus" connect "$1" ;;
+	add | connect | disconnect | remove | status) "$root/sim/bluez/btctl" "$bus" "$cmd" "$@" ;;
+	*) echo "server.sh: bt DIR add ADDR NAME [a2dp|a2dp+hfp|a2dp+hsp] | headset ADDR NAME [PROFILES] | connect|disconnect|remove ADDR | status" >&2; return 2 ;;
+	esac
+}
+
 start() {
 	local kind=$1 dir=$2 t0 i
 	t0=$(date +%s%N)
@@ -153,6 +233,7 @@ start() {
 	chmod 700 "$dir/run"
 	env_for "$dir"
 	setup_cards "$dir"
+	bt_start "$dir"
 	case "$kind" in
 	pulseaudio)
 		# PulseAudio sets its own open-files limit (256) from daemon.conf: raise it for
@@ -183,6 +264,13 @@ load-module module-filter-heuristics
 load-module module-filter-apply
 PA
 		fi
+		if bluetooth_on; then
+			# As Debian's default.pa, on the private system bus (DBUS_SYSTEM_BUS_ADDRESS).
+			cat >>"$dir/default.pa" <<PA
+load-module module-bluetooth-policy
+load-module module-bluetooth-discover
+PA
+		fi
 		for device in ${PRELOAD:-}; do
 			echo "load-module module-null-sink sink_name=${device#*:} sink_properties='device.description=${device#*:} $(props_for "${device%%:*}")'" >>"$dir/default.pa"
 		done
@@ -205,7 +293,12 @@ PA
 		# WirePlumber: never the stock udev/Bluetooth monitors; the simulated cards instead.
 		local wp=$XDG_CONFIG_HOME/wireplumber
 		mkdir -p "$wp/main.lua.d" "$wp/bluetooth.lua.d"
-		cp "$root/sim/wireplumber/51-routectl-sim-bluetooth.lua" "$wp/bluetooth.lua.d/"
+		if bluetooth_on; then
+			sed 's/^bluez_monitor.enabled = false$/bluez_monitor.enabled = true/' \
+				"$root/sim/wireplumber/51-routectl-sim-bluetooth.lua" >"$wp/bluetooth.lua.d/51-routectl-sim-bluetooth.lua"
+		else
+			cp "$root/sim/wireplumber/51-routectl-sim-bluetooth.lua" "$wp/bluetooth.lua.d/"
+		fi
 		{
 			cat "$root/sim/wireplumber/51-routectl-sim.lua"
 			[ ${#card_names[@]} -eq 0 ] || wp_cards
@@ -224,6 +317,7 @@ PA
 	*) echo "server.sh: unknown server '$kind' (pulseaudio or pipewire)" >&2; return 2 ;;
 	esac
 	wait_ready "$dir"
+	bt_wait_registered "$dir"
 	if [ "$kind" = pipewire ]; then
 		# WirePlumber must be up before devices are plugged, or it never picks a default.
 		for i in $(seq 1 100); do
@@ -252,13 +346,14 @@ PA
 
 stop() {
 	local dir=$1 pid
-	[ -f "$dir/pids" ] || return 0
+	[ -f "$dir/pids" ] || { bt_stop "$dir"; return 0; }
 	pid=$(cat "$dir/pids")
 	# setsid made the server a process-group leader: end the whole group.
 	kill -TERM -- "-$pid" 2>/dev/null || true
 	for _ in $(seq 1 40); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.05; done
 	kill -KILL -- "-$pid" 2>/dev/null || true
 	rm -f "$dir/pids"
+	bt_stop "$dir"
 }
 
 plug() {
@@ -304,5 +399,6 @@ stop) stop "$@" ;;
 plug) plug "$@" ;;
 unplug) unplug "$@" ;;
 jack) jack "$@" ;;
-*) echo "usage: [CARDS=...] server.sh start pulseaudio|pipewire DIR | stop DIR | plug DIR KIND NAME | unplug DIR NAME | jack DIR CARD JACK in|out" >&2; exit 2 ;;
+bt) bt "$@" ;;
+*) echo "usage: [CARDS=...] [BLUETOOTH=1] server.sh start pulseaudio|pipewire DIR | stop DIR | plug DIR KIND NAME | unplug DIR NAME | jack DIR CARD JACK in|out | bt DIR add|headset|connect|disconnect|remove|status ..." >&2; exit 2 ;;
 esac
