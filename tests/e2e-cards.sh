@@ -280,6 +280,26 @@ phone_tour() {
 	stop_watchers
 	rc default speaker >/dev/null
 }
+echo "-- two cards, each with a speaker: the current card's port first"
+cards_server laptop phone
+phone_hifi=alsa_output.sim-phone.HiFi__hw_Phone__sink
+pactl set-default-sink "$phone_hifi"
+jack phone headphone in
+wait_for "the phone's headphones" server_is "$phone_hifi [Out] Headphones"
+run_rc rc set speaker --force
+expect_rc "two cards: set speaker --force: exit 0" 0
+expect_eq "two cards: the phone's own speaker port, not the laptop's speaker" "$phone_hifi [Out] Speaker" "$(server_route)"
+jack phone headphone out
+pactl set-default-sink "$laptop"
+jack laptop headphone in
+wait_for "the laptop's headphones" server_is "$laptop analog-output-headphones"
+run_rc rc set speaker --force
+expect_rc "two cards: the laptop's hidden speaker beside the phone's: exit 1" 1
+expect_eq "two cards: says which output the server would keep instead" \
+	"routectl: '$speaker_id' is hidden by a plugged jack, and the server keeps the default on an available output ('alsa_card.sim-phone:[Out] Speaker') instead; unplug the jack or make that output unavailable" "$err"
+expect_eq "two cards: nothing changed" "$laptop analog-output-headphones" "$(server_route)"
+rc clear >/dev/null
+
 phone_tour phone "Voice Call" HiFi HiFi
 phone_tour phone17 "HiFi (Earpiece, Mic)" "HiFi (Headphones, Mic, Speaker)" "HiFi (Headphones, Mic, Speaker)"
 
