@@ -168,7 +168,8 @@ public struct Status: Equatable, Sendable {
                 let cardPort = port.flatMap { p in card?.ports.first { $0.name == p.name } }
                 let id = cardPort.map { "\(card!.name):\($0.name)" } ?? port.map { "\(source.name):\($0.name)" } ?? source.name
                 inputs.append(Input(id: id, kind: kind, source: source.name, sourceIndex: source.index, port: port?.name,
-                                    description: port.map { "\($0.description) (\(source.description))" } ?? source.description,
+                                    description: port.map { "\($0.description) (\(card.map(Status.description(of:)) ?? source.description))" }
+                                        ?? source.description,
                                     availability: port?.availability ?? .unknown,
                                     isDefault: isDefault && (port == nil || source.activePort == port?.name)))
             }

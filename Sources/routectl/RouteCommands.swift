@@ -165,14 +165,14 @@ enum RouteCommands {
         case let .externalKeepsPriority(output):
             applied = false
             reason = "external-device-active"
-            note = "\(output.route.rawValue) output '\(output.sink ?? output.id)' keeps priority; the \(target.rawValue) target applies when it is disconnected (--force switches now)"
+            note = "\(output.route.rawValue) output '\(output.id)' keeps priority; the \(target.rawValue) target applies when it is disconnected (--force switches now)"
         case let .fellBack(from):
             reason = "no-\(from.route.rawValue)-output"
             exit = .fellBack
             if status.route == .speaker {
                 note = "no \(from.route.rawValue) output here; fell back to the speaker (the preference is recorded)"
             } else if status.route.isExternal, let output = status.output {
-                note = "no \(from.route.rawValue) output here; \(output.route.rawValue) output '\(output.sink ?? output.id)' keeps the sound (the preference is recorded)"
+                note = "no \(from.route.rawValue) output here; \(output.route.rawValue) output '\(output.id)' keeps the sound (the preference is recorded)"
             } else {
                 note = "no \(from.route.rawValue) output here and no speaker to fall back to (the preference is recorded)"
             }
