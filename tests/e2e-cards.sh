@@ -84,6 +84,7 @@ expect_both() {
 }
 
 echo "== $server on a simulated laptop and HDMI: $(pactl info | sed -n 's/^Server Name: //p')"
+wait_for "the server settles on the laptop's speaker" server_is "$laptop analog-output-speaker" || true
 expect_eq "the server starts on the laptop's speaker" "$laptop analog-output-speaker" "$(server_route)"
 expect_eq "query route" speaker "$(rc query route)"
 expect_eq "query headset: the jack is empty" no "$(rc query headset)"

@@ -125,7 +125,9 @@ public struct Status: Equatable, Sendable {
                            port: port?.name, description: description,
                            card: card?.index, cardName: card?.name, priority: port?.priority ?? 0,
                            profiles: card.map { Status.profiles(of: cardPort, in: $0) } ?? [], cardProfile: card?.activeProfile,
-                           availability: port?.availability ?? .unknown,
+                           // pipewire-pulse can update a card port's availability a notification
+                           // before the sink port's (WirePlumber reacts to the first): either says unplugged.
+                           availability: cardPort?.port.availability == .unavailable ? .unavailable : port?.availability ?? .unknown,
                            isActive: isDefault && (port == nil || sink.activePort == port?.name || sink.activePort == nil),
                            id: id))
             }

@@ -17,11 +17,15 @@ extension Snapshot {
         return s
     }
 
-    /// The snapshot with one sink port's availability changed (a jack plugged or pulled).
+    /// The snapshot with one sink port's availability changed (a jack plugged or pulled), on the sink
+    /// and on its card, as servers report it.
     func jack(_ sink: String, _ port: String, _ availability: PortAvailability) -> Snapshot {
         var s = self
-        if let i = s.sinks.firstIndex(where: { $0.name == sink }), let j = s.sinks[i].ports.firstIndex(where: { $0.name == port }) {
-            s.sinks[i].ports[j].availability = availability
+        guard let i = s.sinks.firstIndex(where: { $0.name == sink }) else { return s }
+        if let j = s.sinks[i].ports.firstIndex(where: { $0.name == port }) { s.sinks[i].ports[j].availability = availability }
+        if let c = s.cards.firstIndex(where: { $0.index == s.sinks[i].card }),
+           let j = s.cards[c].ports.firstIndex(where: { $0.name == port }) {
+            s.cards[c].ports[j].port.availability = availability
         }
         return s
     }
