@@ -15,7 +15,10 @@ let package = Package(
         .target(name: "Routing"),
         // The libpulse adapter: the only importer of CPulse.
         .target(name: "Pulse", dependencies: ["CPulse", "Routing"]),
-        .executableTarget(name: "routectl", dependencies: ["Routing", "Pulse"]),
+        // The orchestration every command shares, written against AudioServer and PreferenceStore.
+        .target(name: "Engine", dependencies: ["Routing"]),
+        .executableTarget(name: "routectl", dependencies: ["Routing", "Engine", "Pulse"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "Routing"]),
         .testTarget(
             name: "RoutingTests",
             dependencies: ["Routing"],

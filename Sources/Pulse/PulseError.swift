@@ -1,4 +1,5 @@
 internal import CPulse
+import Routing
 
 /// An error from libpulse (`PA_ERR_*`), or a wait that ran out of time.
 ///
@@ -50,3 +51,5 @@ public enum PulseLibrary {
     /// The corresponding C function is `pa_get_library_version`.
     public static var libraryVersion: String { pa_get_library_version().map { String(cString: $0) } ?? "unknown" }
 }
+
+extension PulseError: ServerFailure {}

@@ -1,10 +1,11 @@
+import Engine
 import Pulse
 import Routing
 
 /// `set`, `clear`, `default` and `input`: the commands that change routing.
 enum RouteCommands {
     /// How long a change may take to show on the server before routectl reports what it sees instead.
-    static let settleSeconds = 3.0
+    static let settleSeconds = RouteApplier.settleSeconds
 
     /// Runs server work that may fail as libpulse (PulseError) or as routectl (Failure), as a Failure.
     static func onServer<T>(_ body: () throws -> T) throws(Failure) -> T {
@@ -32,68 +33,17 @@ enum RouteCommands {
         }
     }
 
-    struct Result {
-        var snapshot: Snapshot
-        var plan: Plan
-        var status: Status { Status(snapshot: snapshot) }
-    }
+    typealias Result = RouteApplier.Result
 
-    /// Plans `request` on the server and carries it out, switching a card profile first when the
-    /// target exists only under another one; returns the route read back.
+    /// Plans `request` on the server and carries it out (Engine.RouteApplier), as a Failure when it fails.
     static func route(_ connection: PulseConnection, _ request: RouteRequest, preferredInput: String?,
                       timeout: Double, from initial: Snapshot? = nil, reason: RouteChangeReason = .override) throws(Failure) -> Result {
-        try onServer {
-            var snapshot = try initial ?? connection.snapshot(timeout: timeout)
-            // Watchers hold their route events while the intent is in progress: say when it is over.
-            var announced: RouteIntent?
-            defer {
-                if var intent = announced {
-                    intent.done = true
-                    try? State.store().saveIntent(intent)
-                }
-            }
-            // Every step is judged against the route before the command (rule 7), and only the
-            // streams of the default sink before it follow (rule 5).
-            let context = PlanContext(preferredInput: preferredInput, before: Status(snapshot: snapshot).output,
-                                      previousDefaultSink: snapshot.server.defaultSinkName)
-            for _ in 0..<3 {
-                let plan: Plan
-                do {
-                    plan = try Planner.plan(snapshot, request, context)
-                } catch {
-                    throw Failure(status: .failed, message: "\(error)")
-                }
-                guard !plan.actions.isEmpty else { return Result(snapshot: snapshot, plan: plan) }
-                if let output = plan.output, announced?.output != output.id {
-                    // Advisory: a watcher that cannot read it calls the switch another client's.
-                    announced = RouteIntent(output: output.id, reason: reason, at: State.nowMilliseconds())
-                    try? State.store().saveIntent(announced!)
-                }
-                snapshot = try connection.apply(plan.actions, timeout: max(timeout, settleSeconds)) { s in
-                    settled(s, plan)
-                }
-                if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
-                if snapshot.server.isPipeWire {
-                    // WirePlumber restores the card's routes for the new profile just after the switch:
-                    // choose the port once that burst is over, or WirePlumber undoes it.
-                    snapshot = try connection.snapshotWhenQuiet(timeout: timeout, quiet: 0.05, limit: 1)
-                }
-            }
-            throw Failure(status: .failed, message: "The card profile switch did not bring up the \(request.target.route.rawValue) output")
+        let applier = RouteApplier(server: connection, store: StatePreferences(State.store()), clocks: .system)
+        do {
+            return try applier.route(request, preferredInput: preferredInput, timeout: timeout, from: initial, reason: reason)
+        } catch {
+            throw Failure.from(error)
         }
-    }
-
-    /// The server shows the plan carried out: after a profile switch, the wanted port on a sink of
-    /// that card; otherwise the default sink with the wanted port.
-    static func settled(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
-        guard let output = plan.output else { return true }
-        if plan.needsReplan {
-            return snapshot.sinks.contains { sink in
-                snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { $0.name == output.port }
-            }
-        }
-        guard let sink = snapshot.defaultSink, sink.name == output.sink else { return false }
-        return output.port == nil || sink.activePort == output.port
     }
 
     // MARK: set
@@ -178,10 +128,7 @@ enum RouteCommands {
             }
         case .switchTo:
             // Honest reporting: the read-back, not the acknowledgement, says whether it worked.
-            if let wanted = result.plan.output,
-               status.output?.sink != wanted.sink || (wanted.port != nil && status.output?.port != wanted.port) {
-                throw Failure(status: .failed, message: "The server did not switch to '\(wanted.id)'; the route is \(status.route.rawValue) ('\(status.output?.id ?? "none")')")
-            }
+            do { try RouteApplier.verify(result) } catch { throw Failure.from(error) }
         }
         if let note, !options.quiet { Console.err("routectl: note: \(note)\n") }
         if options.json {

@@ -48,7 +48,7 @@ enum RouteCtl {
             return try RouteCommands.inputClear(options)
         case let .watch(apply, muteOnFallback):
             try requireServer(options, "watch")
-            return try Watcher.run(options, apply: apply, muteOnFallback: muteOnFallback)
+            return try WatchCommand.run(options, apply: apply, muteOnFallback: muteOnFallback)
         case let .wait(route, timeout):
             try requireServer(options, "wait")
             return try WaitCommand.run(route, timeout: timeout, options)

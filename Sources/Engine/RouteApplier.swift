@@ -1,0 +1,88 @@
+import Routing
+
+/// Applies a route request and reads the result back (DESIGN.md §1 rules 4, 5, 6, 7): plan, announce
+/// the intent, act, wait for the server's notifications until the plan shows, and plan again after a
+/// card profile switch.
+public struct RouteApplier {
+    /// How long a change may take to show on the server before routectl reports what it sees instead.
+    public static let settleSeconds = 3.0
+
+    public let server: any AudioServer
+    public let store: (any PreferenceStore)?
+    public let clocks: Clocks
+
+    public init(server: any AudioServer, store: (any PreferenceStore)?, clocks: Clocks) {
+        self.server = server
+        self.store = store
+        self.clocks = clocks
+    }
+
+    public struct Result: Sendable {
+        public var snapshot: Snapshot
+        public var plan: Plan
+        public var status: Status { Status(snapshot: snapshot) }
+    }
+
+    /// Plans `request` and carries it out, switching a card profile first when the target exists only
+    /// under another one; returns the route read back. `reason` is what watchers report for the move.
+    public func route(_ request: RouteRequest, preferredInput: String?, timeout: Double, from initial: Snapshot? = nil,
+                      reason: RouteChangeReason = .override) throws(EngineError) -> Result {
+        var snapshot: Snapshot
+        do { snapshot = try initial ?? server.snapshot(timeout: timeout) } catch { throw .server(error) }
+        // Watchers hold their route events while the intent is in progress: say when it is over.
+        var announced: RouteIntent?
+        defer {
+            if var intent = announced {
+                intent.done = true
+                store?.saveIntent(intent)
+            }
+        }
+        // Every step is judged against the route before the command (rule 7), and only the streams of
+        // the default sink before it follow (rule 5).
+        let context = PlanContext(preferredInput: preferredInput, before: Status(snapshot: snapshot).output,
+                                  previousDefaultSink: snapshot.server.defaultSinkName)
+        for _ in 0..<3 {
+            let plan: Plan
+            do { plan = try Planner.plan(snapshot, request, context) } catch { throw .planning(error) }
+            guard !plan.actions.isEmpty else { return Result(snapshot: snapshot, plan: plan) }
+            if let output = plan.output, announced?.output != output.id {
+                announced = RouteIntent(output: output.id, reason: reason, at: clocks.wallMilliseconds())
+                store?.saveIntent(announced!)
+            }
+            do {
+                snapshot = try server.apply(plan.actions, timeout: max(timeout, Self.settleSeconds)) { Self.settled($0, plan) }
+                if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
+                if snapshot.server.isPipeWire {
+                    // WirePlumber restores the card's routes for the new profile just after the switch:
+                    // choose the port once that burst is over, or WirePlumber undoes it.
+                    snapshot = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.05, limit: 1)
+                }
+            } catch {
+                throw .server(error)
+            }
+        }
+        throw .profileSwitch(request.target.route)
+    }
+
+    /// The server shows the plan carried out: after a profile switch, the wanted port on a sink of
+    /// that card; otherwise the default sink with the wanted port.
+    public static func settled(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
+        guard let output = plan.output else { return true }
+        if plan.needsReplan {
+            return snapshot.sinks.contains { sink in
+                snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { $0.name == output.port }
+            }
+        }
+        guard let sink = snapshot.defaultSink, sink.name == output.sink else { return false }
+        return output.port == nil || sink.activePort == output.port
+    }
+
+    /// Honest reporting (rule 6): a plan to switch that the read-back does not show is a failure.
+    public static func verify(_ result: Result) throws(EngineError) {
+        guard case .switchTo = result.plan.outcome, let wanted = result.plan.output else { return }
+        let status = result.status
+        if status.output?.sink != wanted.sink || (wanted.port != nil && status.output?.port != wanted.port) {
+            throw .notSwitched(wanted: wanted.id, route: status.route, actual: status.output?.id)
+        }
+    }
+}

@@ -1,0 +1,325 @@
+import Routing
+
+/// `routectl watch [--apply]`: follows the server and reports its events; with `apply`, keeps the
+/// rules (DESIGN.md §1) by acting on device changes.
+///
+/// The loop blocks until the server notifies a change (no polling; a timer only while a route move is
+/// held), refetches once per burst, derives events by diffing against the previous snapshot, and
+/// with `apply` lets the policy decide and carries its decision out.
+public struct Watch {
+    let server: any AudioServer
+    let store: any PreferenceStore
+    let clocks: Clocks
+    let apply: Bool
+    let muteOnFallback: Bool
+    let timeout: Double
+    /// Where events go; false when they cannot (stdout is gone), which ends the watch.
+    let sink: (Event) -> Bool
+    /// Where a refusal the watch survives is said (one line, no prefix).
+    let warn: (String) -> Void
+    var applier: RouteApplier { RouteApplier(server: server, store: store, clocks: clocks) }
+    var snapshot: Snapshot
+    var policy: PolicyState
+    /// The route last printed, which the next route event says it was.
+    var reported: (route: Route, output: Output?)
+    /// A route move in progress whose route event waits until it is done, so that one user action is
+    /// one route event in both modes and the server's transients on the way are not reported.
+    var hold: RouteHold?
+    /// The intent (by its time) already turned into a hold: each is adopted once.
+    var adoptedIntent: Int64?
+    /// Outputs that appeared in the last second, by id, with the monotonic time they did: a switch to
+    /// one within that window is the server's reaction to its arrival (DESIGN.md's 1 s window).
+    var recentlyAdded: [String: Double] = [:]
+
+    public init(server: any AudioServer, store: any PreferenceStore, clocks: Clocks, apply: Bool, muteOnFallback: Bool,
+                timeout: Double, snapshot: Snapshot, sink: @escaping (Event) -> Bool, warn: @escaping (String) -> Void) {
+        self.server = server
+        self.store = store
+        self.clocks = clocks
+        self.apply = apply
+        self.muteOnFallback = muteOnFallback
+        self.timeout = timeout
+        self.sink = sink
+        self.warn = warn
+        self.snapshot = snapshot
+        let status = Status(snapshot: snapshot)
+        policy = PolicyState(status: status)
+        reported = (status.route, status.output)
+    }
+
+    /// Prints the initial route, then follows the server until asked to stop or the sink fails.
+    /// Throws only for routectl's own state (the front end exits 5).
+    public mutating func run() throws(EngineError) {
+        let status = Status(snapshot: snapshot)
+        guard emit(.route(route: status.route, previous: nil, reason: .initial, output: status.output)) else { return }
+        if apply { clearStaleOverride(status) }
+        while !server.shouldStop {
+            do {
+                let wait = hold.map { max(0, $0.wakeAt - clocks.monotonic()) }
+                guard try server.waitForChanges(timeout: wait) else {
+                    if server.shouldStop { break }
+                    // Done and quiet, or out of time: report where the route is now.
+                    adoptIntent(snapshot)
+                    guard let held = hold, held.wakeAt <= clocks.monotonic() else { continue }
+                    hold = nil
+                    guard reportRoute(Status(snapshot: snapshot), reason: held.reason) else { break }
+                    continue
+                }
+                let next = try server.snapshotAfterChange(timeout: timeout)
+                guard try handle(Change(previous: snapshot, current: next), next) else { break }
+            } catch let error as EngineError {
+                if case .state = error { throw error }
+                guard server.isConnected else {
+                    guard try recover(from: "\(error)") else { break }
+                    continue
+                }
+                warn("\(error)")
+            } catch {
+                guard server.isConnected else {
+                    // The server went away, while waiting or while acting on a change.
+                    guard try recover(from: "\(error)") else { break }
+                    continue
+                }
+                // A connected server refused one step (a stream that would not move, a device that
+                // vanished meanwhile): say so and keep watching; the next change is handled afresh.
+                warn("\(error)")
+            }
+        }
+    }
+
+    /// Reports one change and, with --apply, acts on it. False when stdout is gone.
+    mutating func handle(_ change: Change, _ next: Snapshot) throws -> Bool {
+        let clock = clocks.monotonic()
+        recentlyAdded = recentlyAdded.filter { clock - $0.value < 1 }
+        for output in change.added { recentlyAdded[output.id] = clock }
+        let events = Events.diff(change, own: externalSet(change), recentlyAdded: Set(recentlyAdded.keys))
+        if var held = hold {
+            held.note(arrived: held.isDone(next), at: clock)
+            hold = held
+        }
+        adoptIntent(next)
+        guard apply else { return follow(change, next, events) }
+        let preferences = try preferences()
+        let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback)
+        // The route event waits for routectl's own move, so that one user action is one route change.
+        for event in events where decision.request == nil || event.type != "route" {
+            if case let .route(_, _, reason, _) = event {
+                guard reportOrHold(Status(snapshot: next), reason: reason) else { return false }
+                continue
+            }
+            guard emit(event) else { return false }
+        }
+        snapshot = next
+        guard !decision.isEmpty else { return true }
+
+        if let cause = decision.clearOverride, let target = preferences.override, clearOverride() {
+            guard emit(.overrideCleared(override: target, cause: cause)) else { return false }
+        }
+        var after = next
+        if let request = decision.request {
+            let result: RouteApplier.Result
+            do {
+                result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
+                                           reason: decision.reason ?? .override)
+            } catch {
+                // The change happened even if routectl's answer to it failed: report the route as it is.
+                _ = reportRoute(Status(snapshot: next), reason: Events.reason(change, own: nil, recentlyAdded: Set(recentlyAdded.keys)))
+                throw error
+            }
+            after = result.snapshot
+            if decision.muteFallback, result.status.route == .speaker, let sink = result.status.output?.sink {
+                after = try server.apply([.setSinkMute(sink: sink, mute: true)], timeout: timeout) { s in
+                    s.sinks.first { $0.name == sink }?.mute == true
+                }
+            }
+        }
+        if let input = decision.restoreInput {
+            after = try server.apply(Planner.sourceActions(input, after), timeout: timeout) {
+                Status(snapshot: $0).inputs.contains { $0.id == input.id && $0.isDefault }
+            }
+        }
+        // One route event from where the user was to where the rules put the sound; the other events
+        // of routectl's own steps (the microphone that followed, say) after it.
+        let steps = Change(previous: next, current: after)
+        guard reportRoute(steps.current, reason: decision.reason ?? .override) else { return false }
+        for event in Events.diff(steps) where event.type != "route" {
+            guard emit(event) else { return false }
+        }
+        snapshot = after
+        return true
+    }
+
+    /// Plain `watch`: prints the change. While a `watch --apply` runs, a device change it will answer
+    /// holds the route event until the route gets where the rules put it (predicted by the same
+    /// rules), so that the server's own intermediate pick is not reported as a second route change.
+    mutating func follow(_ change: Change, _ next: Snapshot, _ events: [Event]) -> Bool {
+        snapshot = next
+        var reason: RouteChangeReason?
+        for event in events {
+            if case let .route(_, _, r, _) = event { reason = r; continue }
+            guard emit(event) else { return false }
+        }
+        let preferences = (try? preferences()) ?? Preferences()
+        let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: false)
+        if let request = decision.request, store.policyRunning {
+            var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
+                                 deadline: clocks.monotonic() + 1.5)
+            held.note(arrived: held.isDone(next), at: clocks.monotonic())
+            hold = held
+        }
+        guard let reason = reason ?? hold?.reason else { return true }
+        return reportOrHold(change.current, reason: reason)
+    }
+
+    /// A route move routectl announced (its intent, written by `set`, `clear` or a `watch --apply`)
+    /// holds the route events until it is done: the server's reactions on the way (a profile switch
+    /// removes a sink, WirePlumber restores a port and is overruled) are not route changes of their own.
+    mutating func adoptIntent(_ next: Snapshot) {
+        guard let intent = store.loadIntent() else { return }
+        if let held = hold, held.intent == intent.at, intent.done {
+            // The command is over: its route event now, from where it began to where it ended.
+            hold = nil
+            _ = reportRoute(Status(snapshot: next), reason: held.reason)
+            return
+        }
+        guard intent.at != adoptedIntent, !intent.done else { return }
+        let age = Double(clocks.wallMilliseconds() - intent.at) / 1000
+        guard age >= 0, age < RouteHold.limit else { return }
+        adoptedIntent = intent.at
+        var held = RouteHold(target: intent.output, reason: intent.reason, deadline: clocks.monotonic() + RouteHold.limit - age)
+        held.intent = intent.at
+        held.note(arrived: held.isDone(next), at: clocks.monotonic())
+        hold = held
+    }
+
+    /// Reports the route now, unless a move is held (its event comes when it is done).
+    mutating func reportOrHold(_ status: Status, reason: RouteChangeReason) -> Bool {
+        hold == nil ? reportRoute(status, reason: reason) : true
+    }
+
+    /// Prints a route event when the route differs from the one last printed.
+    mutating func reportRoute(_ status: Status, reason: RouteChangeReason) -> Bool {
+        let was = reported
+        guard was.route != status.route || was.output?.id != status.output?.id || was.output?.sink != status.output?.sink
+            || was.output?.sinkIndex != status.output?.sinkIndex else { return true }
+        return emit(.route(route: status.route, previous: was.route, reason: reason, output: status.output))
+    }
+
+    /// A route change to the output routectl (`set`, `clear`, another `watch --apply`) announced it
+    /// was moving to, moments ago, carries that command's reason.
+    func externalSet(_ change: Change) -> (outputID: String, reason: RouteChangeReason)? {
+        guard change.routeChanged, let output = change.current.output, let intent = store.loadIntent(),
+              intent.output == output.id, clocks.wallMilliseconds() - intent.at <= 5000 else { return nil }
+        return (output.id, intent.reason)
+    }
+
+    func preferences() throws(EngineError) -> Preferences {
+        do { return try store.preferences() } catch { throw .state(error) }
+    }
+
+    func clearOverride() -> Bool { store.clearOverride() }
+
+    /// An override set before this watcher started, whose devices have changed since, is dropped now.
+    mutating func clearStaleOverride(_ status: Status) {
+        guard let record = try? store.overrideRecord(), let cause = record.staleness(currentExternals: status.externalKeys),
+              clearOverride() else { return }
+        _ = emit(.overrideCleared(override: record.target, cause: cause))
+    }
+
+    /// The server went away: say so, reconnect with backoff (capped at 2 s), re-apply what --apply
+    /// owns, and say `recovered` only once connected and re-applied. Only connection failures are
+    /// retried; a state file that cannot be read ends watch (exit 5). False when asked to stop.
+    mutating func recover(from reason: String) throws(EngineError) -> Bool {
+        guard emit(.interrupted(reason: reason)) else { return false }
+        var delay = 0.1
+        var warned = false
+        while server.pause(seconds: delay) {
+            delay = min(delay * 2, 2.0)
+            let fresh: Snapshot
+            do {
+                try server.reconnect(timeout: 2)
+                try server.subscribe(timeout: timeout)
+                fresh = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.3, limit: 3)
+            } catch {
+                continue
+            }
+            snapshot = fresh
+            policy = PolicyState(status: Status(snapshot: fresh))
+            if apply {
+                clearStaleOverride(Status(snapshot: fresh))
+                let preferences = try self.preferences()
+                do {
+                    let request = Policy.choice(Status(snapshot: fresh), policy, defaultTarget: preferences.effectiveTarget)
+                    snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout).snapshot
+                    if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
+                       snapshot.server.defaultSourceName != input {
+                        snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) {
+                            $0.server.defaultSourceName == input
+                        }
+                    }
+                } catch {
+                    guard server.isConnected else { continue }
+                    // Not recovered until the rules are back: say why once, and try again after the backoff.
+                    if !warned { warn("\(error)") }
+                    warned = true
+                    continue
+                }
+            }
+            let status = Status(snapshot: snapshot)
+            return emit(.recovered(route: status.route, output: status.output))
+        }
+        return false
+    }
+
+    /// Prints one event, flushed; false when stdout is gone (a closed pipe ends watch quietly).
+    mutating func emit(_ event: Event) -> Bool {
+        if case let .route(route, _, _, output) = event { reported = (route, output) }
+        if case let .recovered(route, output) = event { reported = (route, output) }
+        return sink(event)
+    }
+}
+
+/// A route move whose route event waits until it is done: the route has reached its target (an
+/// output, or where a policy request leads) and the server has been quiet for a moment; or the
+/// deadline passed. Then one route event is printed, with the move's reason.
+struct RouteHold {
+    /// How long a move may take before its route event is printed anyway, in seconds.
+    static let limit = 2.0
+    /// How long the server must stay quiet once the target is reached, in seconds: WirePlumber's
+    /// reactions to a profile switch come within a few milliseconds.
+    static let quiet = 0.06
+
+    var target: String?
+    var request: RouteRequest?
+    /// The intent this hold waits on (its time), whose `done` ends it.
+    var intent: Int64?
+    var reason: RouteChangeReason
+    var preferredInput: String?
+    var deadline: Double
+    var quietUntil: Double?
+
+    init(target: String? = nil, request: RouteRequest? = nil, reason: RouteChangeReason, preferredInput: String? = nil,
+         deadline: Double) {
+        self.target = target
+        self.request = request
+        self.reason = reason
+        self.preferredInput = preferredInput
+        self.deadline = deadline
+    }
+
+    /// When the watcher should look again without a server change.
+    var wakeAt: Double { min(deadline, quietUntil ?? deadline) }
+
+    func isDone(_ snapshot: Snapshot) -> Bool {
+        if let target { return Status(snapshot: snapshot).output?.id == target }
+        guard let request else { return true }
+        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput))
+        return plan.map { !$0.movesRoute } ?? true
+    }
+
+    mutating func note(arrived: Bool, at now: Double) {
+        quietUntil = arrived ? now + RouteHold.quiet : nil
+    }
+}
+
+

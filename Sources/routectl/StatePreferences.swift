@@ -1,0 +1,64 @@
+import Engine
+import Pulse
+import Glibc
+import Routing
+
+/// The Engine's view of routectl's state files.
+final class StatePreferences: PreferenceStore {
+    let store: StateStore
+
+    init(_ store: StateStore) { self.store = store }
+
+    func preferences() throws -> Preferences {
+        let persistent = try store.loadPersistent()
+        let record = store.overrideFile == nil ? nil : try store.loadOverride()
+        return Preferences(defaultTarget: persistent.defaultTarget, override: record?.target, preferredInput: persistent.preferredInput)
+    }
+
+    func overrideRecord() throws -> OverrideRecord? {
+        store.overrideFile == nil ? nil : try store.loadOverride()
+    }
+
+    func clearOverride() -> Bool {
+        guard let lock = try? store.lockOverride() else { return false }
+        defer { withExtendedLifetime(lock) {} }
+        guard (try? store.loadOverride()) ?? nil != nil else { return false }
+        return (try? store.removeOverride()) != nil
+    }
+
+    func saveIntent(_ intent: RouteIntent) { try? store.saveIntent(intent) }
+
+    func loadIntent() -> RouteIntent? { store.loadIntent() }
+
+    var policyRunning: Bool { ApplyLock.isHeld(store) }
+}
+
+@available(*, unavailable)
+extension StatePreferences: Sendable {}
+
+extension Clocks {
+    /// CLOCK_MONOTONIC and CLOCK_REALTIME.
+    static let system = Clocks(
+        monotonic: {
+            var ts = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &ts)
+            return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+        },
+        wallMilliseconds: {
+            var ts = timespec()
+            clock_gettime(CLOCK_REALTIME, &ts)
+            return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+        })
+}
+
+extension Failure {
+    /// The front end's words and exit status for an Engine failure.
+    static func from(_ error: EngineError) -> Failure {
+        switch error {
+        case let .server(cause as PulseError): return ServerAccess.failure(cause)
+        case let .state(cause as StateError): return State.failure(cause)
+        case let .state(cause): return Failure(status: .stateFile, message: "\(cause)")
+        default: return Failure(status: .failed, message: error.description)
+        }
+    }
+}

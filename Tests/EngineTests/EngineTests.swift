@@ -1,0 +1,206 @@
+import Engine
+import Routing
+import Testing
+
+@Suite struct RouteApplierTests {
+    let laptop = "alsa_output.sim-laptop.analog-stereo"
+
+    @Test func forceOntoTheSpeakerBehindThePluggedHeadphones() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop-headphones"))
+        let store = FakeStore()
+        let clock = ManualClock()
+        let result = try RouteApplier(server: server, store: store, clocks: clock.clocks)
+            .route(RouteRequest(target: .speaker, force: true), preferredInput: nil, timeout: 1)
+        #expect(server.applied == [[.setSinkPort(sink: laptop, port: "analog-output-speaker")]])
+        #expect(result.status.route == .speaker)
+        try RouteApplier.verify(result)
+        #expect(store.intents.map(\.output) == ["alsa_card.sim-laptop:analog-output-speaker", "alsa_card.sim-laptop:analog-output-speaker"])
+        #expect(store.intents.map(\.done) == [false, true], "announced before acting, done after")
+        #expect(store.intents.allSatisfy { $0.reason == .override })
+    }
+
+    @Test func nothingToDoAnnouncesNothing() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
+        let store = FakeStore()
+        _ = try RouteApplier(server: server, store: store, clocks: ManualClock().clocks)
+            .route(RouteRequest(target: .speaker), preferredInput: nil, timeout: 1)
+        #expect(server.applied.isEmpty)
+        #expect(store.intents.isEmpty)
+    }
+
+    /// Rule 7 through the whole orchestration: the switch to Voice Call makes the server park the
+    /// default on an idle Bluetooth headset; the replan still reaches the earpiece.
+    @Test func replanAfterTheProfileSwitchIgnoresTheServersTransient() throws {
+        let server = FakeServer(try fixture("sim/pipewire-phone"))
+        var call = try fixture("sim/pipewire-phone-voicecall")
+        call.sinks.append(Sink(index: 900, name: "bluez_output.00_11_22_33_44_55.1", description: "Headset",
+                               properties: ["device.bus": "bluetooth", "device.api": "bluez5"]))
+        server.profiles["alsa_card.sim-phone/Voice Call"] = call
+        server.afterProfileSwitch = { $0.server.defaultSinkName = "bluez_output.00_11_22_33_44_55.1" }
+        let result = try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+            .route(RouteRequest(target: .earpiece), preferredInput: nil, timeout: 1)
+        #expect(server.applied.first == [.setCardProfile(card: "alsa_card.sim-phone", profile: "Voice Call")])
+        #expect(result.status.route == .receiver)
+        #expect(result.status.output?.id == "alsa_card.sim-phone:[Out] Earpiece")
+        try RouteApplier.verify(result)
+    }
+
+    @Test func theStreamsOfThePreviousDefaultFollowTheRoute() throws {
+        var s = try fixture("sim/pulseaudio-laptop-headphones")
+        s.sinkInputs = [SinkInput(index: 7, sink: s.sinks[0].index)]
+        s.sinks.append(Sink(index: 50, name: "dock", description: "Dock", properties: ["device.form_factor": "speaker"]))
+        let server = FakeServer(s)
+        let result = try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+            .route(RouteRequest(target: .speaker, device: "dock", force: true), preferredInput: nil, timeout: 1)
+        #expect(server.applied == [[.setDefaultSink("dock"), .moveSinkInput(index: 7, sink: "dock")]])
+        #expect(result.status.output?.sink == "dock")
+    }
+
+    @Test func aServerThatGoesAwayMidApplyIsUnreachable() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop-headphones"))
+        server.dieDuringApply = true
+        let store = FakeStore()
+        #expect {
+            try RouteApplier(server: server, store: store, clocks: ManualClock().clocks)
+                .route(RouteRequest(target: .speaker, force: true), preferredInput: nil, timeout: 1)
+        } throws: { error in
+            (error as? EngineError)?.isUnreachable == true
+        }
+        #expect(store.intents.last?.done == true, "the intent is closed even when the apply failed")
+    }
+
+    @Test func aRefusalIsAFailureNotUnreachable() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop-headphones"))
+        server.refuse = { if case .setSinkPort = $0 { return true } else { return false } }
+        #expect {
+            try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+                .route(RouteRequest(target: .speaker, force: true), preferredInput: nil, timeout: 1)
+        } throws: { error in
+            guard let e = error as? EngineError, case .server = e else { return false }
+            return !e.isUnreachable
+        }
+    }
+
+    @Test func microphonePortsAreReachedByTheirIds() throws {
+        var s = try fixture("sim/pulseaudio-laptop-headphones")
+        for i in s.sources.indices { for j in s.sources[i].ports.indices { s.sources[i].ports[j].availability = .available } }
+        let server = FakeServer(s)
+        let status = Status(snapshot: s)
+        let mic = try #require(status.inputs.first { $0.id == "alsa_card.sim-laptop:analog-input-mic" })
+        let after = try server.apply(Planner.sourceActions(mic, s), timeout: 1) { _ in true }
+        #expect(Status(snapshot: after).inputs.first { $0.isDefault }?.id == mic.id)
+    }
+}
+
+@Suite struct WatchTests {
+    let laptop = "alsa_output.sim-laptop.analog-stereo"
+
+    func run(_ server: FakeServer, _ store: FakeStore, apply: Bool, clock: ManualClock = ManualClock()) throws -> [Event] {
+        var events: [Event] = []
+        var warnings: [String] = []
+        var watch = Watch(server: server, store: store, clocks: clock.clocks, apply: apply, muteOnFallback: false, timeout: 1,
+                          snapshot: try server.snapshot(timeout: 1),
+                          sink: { events.append($0); return true }, warn: { warnings.append($0) })
+        try watch.run()
+        return events
+    }
+
+    func routes(_ events: [Event]) -> [String] {
+        events.compactMap { e in
+            guard case let .route(route, previous, reason, _) = e else { return nil }
+            return "\(route.rawValue)\(previous.map { " (was \($0.rawValue))" } ?? "") \(reason.rawValue)"
+        }
+    }
+
+    @Test func aJackPluggedIsOneArrivalInBothModes() throws {
+        for apply in [false, true] {
+            let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
+            server.script = [.change(try fixture("sim/pulseaudio-laptop-headphones"))]
+            let events = try run(server, FakeStore(), apply: apply)
+            #expect(routes(events) == ["speaker initial", "headset (was speaker) new-device-available"], "apply: \(apply)")
+            #expect(events.filter { $0.type == "device-removed" }.isEmpty)
+        }
+    }
+
+    @Test func applyFallsBackWhenTheHeadphonesGo() throws {
+        var plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        let server = FakeServer(plugged)
+        // The jack is pulled and the server has not switched yet: the headphones are selected but gone.
+        for i in plugged.sinks[0].ports.indices where plugged.sinks[0].ports[i].name == "analog-output-headphones" {
+            plugged.sinks[0].ports[i].availability = .unavailable
+        }
+        for i in plugged.cards[0].ports.indices where plugged.cards[0].ports[i].name == "analog-output-headphones" {
+            plugged.cards[0].ports[i].port.availability = .unavailable
+        }
+        server.script = [.change(plugged)]
+        let store = FakeStore()
+        store.record = OverrideRecord(target: .speaker, setAt: 0, externals: ["alsa_card.sim-laptop:analog-output-headphones"])
+        let events = try run(server, store, apply: true)
+        #expect(server.applied.first?.first == .setSinkPort(sink: laptop, port: "analog-output-speaker"))
+        #expect(routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable"])
+        #expect(events.contains(.overrideCleared(override: .speaker, cause: "'alsa_card.sim-laptop:analog-output-headphones' was disconnected")))
+        #expect(store.intents.first?.reason == .oldDeviceUnavailable, "the policy's own move carries its reason")
+    }
+
+    /// The server moved the route itself (the headphones went, it picked HDMI) and routectl's answer
+    /// (back to the speaker) is refused: the route change is still reported, and the watch goes on.
+    @Test func aRouteChangeIsReportedEvenWhenTheAnswerToItFails() throws {
+        var before = try fixture("sim/pipewire-all").jack(laptop, "analog-output-headphones", .available)
+        before.server.defaultSinkName = laptop
+        if let i = before.sinks.firstIndex(where: { $0.name == laptop }) { before.sinks[i].activePort = "analog-output-headphones" }
+        var after = before.jack(laptop, "analog-output-headphones", .unavailable)
+        after.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        let server = FakeServer(before)
+        server.script = [.change(after)]
+        server.refuse = { _ in true }
+        let events = try run(server, FakeStore(), apply: true)
+        #expect(!server.applied.isEmpty, "routectl tried to answer")
+        #expect(routes(events) == ["headset initial", "unknown (was headset) old-device-unavailable"])
+    }
+
+    @Test func recoveredOnlyOnceTheRulesAreBack() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
+        server.script = [.disconnect]
+        server.reconnectFailures = 2
+        let events = try run(server, FakeStore(), apply: true)
+        #expect(events.map(\.type) == ["route", "interrupted", "recovered"])
+    }
+
+    @Test func aStateFileThatCannotBeReadEndsApply() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
+        server.script = [.change(try fixture("sim/pulseaudio-laptop-headphones"))]
+        let store = FakeStore()
+        store.corrupt = true
+        #expect {
+            _ = try run(server, store, apply: true)
+        } throws: { error in
+            guard let e = error as? EngineError, case .state = e else { return false }
+            return true
+        }
+    }
+
+    @Test func anotherClientsPickIsReportedAndRespected() throws {
+        let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        let all = try fixture("sim/pipewire-all")
+        let server = FakeServer(all)
+        var picked = all
+        picked.server.defaultSinkName = hdmi
+        server.script = [.change(picked)]
+        let events = try run(server, FakeStore(), apply: true)
+        #expect(server.applied.isEmpty, "rule 5: routectl does not undo another client's choice")
+        #expect(routes(events).last == "unknown (was speaker) route-configuration-change")
+    }
+}
+
+extension Snapshot {
+    func jack(_ sink: String, _ port: String, _ availability: PortAvailability) -> Snapshot {
+        var s = self
+        guard let i = s.sinks.firstIndex(where: { $0.name == sink }) else { return s }
+        if let j = s.sinks[i].ports.firstIndex(where: { $0.name == port }) { s.sinks[i].ports[j].availability = availability }
+        if let c = s.cards.firstIndex(where: { $0.index == s.sinks[i].card }),
+           let j = s.cards[c].ports.firstIndex(where: { $0.name == port }) {
+            s.cards[c].ports[j].port.availability = availability
+        }
+        return s
+    }
+}

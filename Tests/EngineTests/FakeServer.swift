@@ -1,0 +1,162 @@
+import Glibc
+import Engine
+import Routing
+import Testing
+
+/// An in-memory sound server: it carries actions out on its snapshot, switches card profiles to
+/// prepared snapshots, and plays a script of changes to a watcher.
+final class FakeServer: AudioServer {
+    struct Failure: ServerFailure {
+        var description: String
+        var isUnreachable: Bool
+    }
+
+    enum Step {
+        /// The server's state changes (a plug, another client) and it notifies.
+        case change(Snapshot)
+        /// The connection dies.
+        case disconnect
+    }
+
+    var current: Snapshot
+    /// What a card profile switch turns the server into, by "card/profile".
+    var profiles: [String: Snapshot] = [:]
+    /// Applied right after a profile switch, as the server's own reaction (a transient default).
+    var afterProfileSwitch: ((inout Snapshot) -> Void)?
+    /// Actions the server refuses.
+    var refuse: (Action) -> Bool = { _ in false }
+    /// Dies in the middle of the next apply.
+    var dieDuringApply = false
+    /// Refuses every reconnect until this many have been tried.
+    var reconnectFailures = 0
+    var script: [Step] = []
+    var applied: [[Action]] = []
+    private(set) var isConnected = true
+    private(set) var shouldStop = false
+
+    init(_ snapshot: Snapshot) { current = snapshot }
+
+    func snapshot(timeout: Double) throws -> Snapshot {
+        guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
+        return current
+    }
+
+    func subscribe(timeout: Double) throws {}
+
+    func apply(_ actions: [Action], timeout: Double, settled: (Snapshot) -> Bool) throws -> Snapshot {
+        guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
+        applied.append(actions)
+        if dieDuringApply {
+            isConnected = false
+            throw Failure(description: "Connection terminated", isUnreachable: true)
+        }
+        for action in actions {
+            if refuse(action) { throw Failure(description: "Failed: \(action): Access denied", isUnreachable: false) }
+            carryOut(action)
+        }
+        return current
+    }
+
+    func carryOut(_ action: Action) {
+        switch action {
+        case let .setDefaultSink(name): current.server.defaultSinkName = name
+        case let .setDefaultSource(name): current.server.defaultSourceName = name
+        case let .setSinkPort(sink, port):
+            if let i = current.sinks.firstIndex(where: { $0.name == sink }) { current.sinks[i].activePort = port }
+        case let .setSourcePort(source, port):
+            if let i = current.sources.firstIndex(where: { $0.name == source }) { current.sources[i].activePort = port }
+        case let .setSinkMute(sink, mute):
+            if let i = current.sinks.firstIndex(where: { $0.name == sink }) { current.sinks[i].mute = mute }
+        case let .moveSinkInput(index, sink):
+            if let i = current.sinkInputs.firstIndex(where: { $0.index == index }),
+               let target = current.sinks.first(where: { $0.name == sink }) {
+                current.sinkInputs[i].sink = target.index
+            }
+        case let .setCardProfile(card, profile):
+            if let next = profiles["\(card)/\(profile)"] { current = next }
+            afterProfileSwitch?(&current)
+        }
+    }
+
+    func waitForChanges(timeout: Double?) throws -> Bool {
+        guard !script.isEmpty else {
+            shouldStop = true
+            return false
+        }
+        switch script.removeFirst() {
+        case let .change(snapshot):
+            current = snapshot
+            return true
+        case .disconnect:
+            isConnected = false
+            throw Failure(description: "Connection terminated", isUnreachable: true)
+        }
+    }
+
+    func snapshotAfterChange(timeout: Double) throws -> Snapshot { try snapshot(timeout: timeout) }
+
+    func snapshotWhenQuiet(timeout: Double, quiet: Double, limit: Double) throws -> Snapshot { try snapshot(timeout: timeout) }
+
+    func reconnect(timeout: Double) throws {
+        if reconnectFailures > 0 {
+            reconnectFailures -= 1
+            throw Failure(description: "Connection refused", isUnreachable: true)
+        }
+        isConnected = true
+    }
+
+    func pause(seconds: Double) -> Bool { !shouldStop }
+}
+
+/// routectl's state in memory, recording the intents it is told.
+final class FakeStore: PreferenceStore {
+    var preferencesValue = Preferences()
+    var record: OverrideRecord?
+    var intents: [RouteIntent] = []
+    var policyRunning = false
+    var corrupt = false
+
+    struct Corrupt: Error {}
+
+    func preferences() throws -> Preferences {
+        if corrupt { throw Corrupt() }
+        var p = preferencesValue
+        p.override = record?.target
+        return p
+    }
+
+    func overrideRecord() throws -> OverrideRecord? { record }
+
+    func clearOverride() -> Bool {
+        defer { record = nil }
+        return record != nil
+    }
+
+    func saveIntent(_ intent: RouteIntent) { intents.append(intent) }
+
+    func loadIntent() -> RouteIntent? { intents.last }
+}
+
+/// A clock that only moves when told.
+final class ManualClock: @unchecked Sendable {
+    var seconds = 1000.0
+    var clocks: Clocks {
+        Clocks(monotonic: { [self] in seconds }, wallMilliseconds: { [self] in Int64(seconds * 1000) })
+    }
+}
+
+/// Loads one of the Routing fixtures (the simulator's corpus and the hand-made ones).
+func fixture(_ name: String) throws -> Snapshot {
+    let dir = #filePath.split(separator: "/").dropLast(2).joined(separator: "/")
+    var bytes: [UInt8] = []
+    let path = "/\(dir)/RoutingTests/Fixtures/\(name).json"
+    guard let file = fopen(path, "r") else { throw FakeStore.Corrupt() }
+    defer { fclose(file) }
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = fread(&buffer, 1, buffer.count, file)
+        if n <= 0 { break }
+        bytes += buffer[0..<n]
+    }
+    return try Snapshot(json: String(decoding: bytes, as: UTF8.self))
+}
