@@ -37,13 +37,26 @@ expect_same "query --json == --json query" rc --json query -- rc query --json
 expect_same "--timeout=2 and --timeout 2" rc --timeout=2 query route -- rc query route --timeout 2
 expect_same "routectl alone is query" rc query -- rc
 expect_eq "query FIELD --json" '{"route":"unknown"}' "$(rc query route --json)"
+echo "-- every row of the full status is a field, by its row name and by its JSON key"
+for row in $(rc query | awk '{print $1}'); do
+	run_rc rc query "$row"
+	expect_rc "query $row: exit 0" 0
+	expect_eq "query $row: the full status's value" "$(rc query | awk -v r="$row" '$1 == r {sub(/^[^ ]+ +/, ""); print}')" "$out"
+done
+for key in $(rc --json query | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)))'); do
+	run_rc rc --json query "$key"
+	expect_rc "query $key (JSON key): exit 0" 0
+	expect_eq "query $key --json: the full object's member" \
+		"$(rc --json query | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)[sys.argv[1]]))' "$key")" \
+		"$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.dumps(list(json.load(sys.stdin).values())[0]))')"
+done
 
 echo "-- availability and server"
 expect_eq "bluetooth available" yes "$(rc query bluetooth)"
 expect_eq "receiver available" yes "$(rc query receiver)"
 expect_eq "--json available.headset" true "$(rc --json query | json_get available.headset)"
 if [ "$server" = pipewire ]; then
-	expect_match "server is PipeWire" '^server +PulseAudio \(on PipeWire' "$(rc query | grep '^server')"
+	expect_match "server is PipeWire, by its own version" '^server +pipewire [0-9]+\.[0-9]+\.[0-9]+ \(' "$(rc query | grep '^server')"
 	expect_eq "--json server.pipewire" true "$(rc --json query | json_get server.pipewire)"
 else
 	expect_match "server is PulseAudio" '^server +pulseaudio [0-9]' "$(rc query | grep '^server')"
@@ -66,9 +79,9 @@ echo "-- devices lists every output with its kind, and marks the active one"
 run_rc rc devices
 for pair in speaker:speaker earpiece:receiver headset:headset bluetooth:bluetooth hdmi:unknown; do
 	kind=${pair%%:*} route=${pair#*:}
-	expect_match "devices: sim-$kind is $route" "^[ *] +$route +yes +sim-$kind " "$out"
+	expect_match "devices: sim-$kind is $route" "^[ *] +$route +yes +no +sim-$kind " "$out"
 done
-expect_match "devices: the active one is starred" '^\* +speaker +yes +sim-speaker ' "$out"
+expect_match "devices: the active one is starred" '^\* +speaker +yes +no +sim-speaker ' "$out"
 run_rc rc --json devices
 expect_eq "devices --json: outputs" 5 "$(printf '%s' "$out" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["outputs"]))')"
 expect_eq "devices --json: no monitor among inputs" 0 "$(printf '%s' "$out" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["inputs"]))')"

@@ -49,6 +49,13 @@ public struct ServerInfo: Equatable, Sendable {
 
     /// pipewire-pulse reports version 15.0.0 whatever PipeWire's is, so the name is what tells them apart.
     public var isPipeWire: Bool { name.contains("PipeWire") }
+
+    /// PipeWire's own version, from the name pipewire-pulse gives ("PulseAudio (on PipeWire 0.3.65)").
+    public var pipeWireVersion: String? {
+        let words = name.split(whereSeparator: { $0 == " " || $0 == "(" || $0 == ")" })
+        guard let i = words.firstIndex(of: "PipeWire"), i + 1 < words.count else { return nil }
+        return String(words[i + 1])
+    }
 }
 
 /// pactl's C-locale spellings of `pa_port_available`.

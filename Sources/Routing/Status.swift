@@ -22,6 +22,8 @@ public struct Output: Equatable, Sendable {
     /// The output's id (DESIGN.md §1), stable across profile switches: `CARD:PORT` for a card port, the
     /// card for a Bluetooth device (one output whatever its profile), else the sink name.
     public var id: String
+    /// The sink is muted (the output's mute, not the microphone's).
+    public var isMuted: Bool = false
 
     /// On a sink now, or reachable by switching its card to an available profile.
     public var isReachable: Bool { sink != nil || !profiles.isEmpty }
@@ -129,7 +131,7 @@ public struct Status: Equatable, Sendable {
                            // before the sink port's (WirePlumber reacts to the first): either says unplugged.
                            availability: cardPort?.port.availability == .unavailable ? .unavailable : port?.availability ?? .unknown,
                            isActive: isDefault && (port == nil || sink.activePort == port?.name || sink.activePort == nil),
-                           id: id))
+                           id: id, isMuted: sink.mute))
             }
         }
         // Card ports that no current sink offers: reachable by switching the card's profile.

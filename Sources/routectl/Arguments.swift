@@ -11,8 +11,19 @@ struct GlobalOptions {
 }
 
 /// The fields `routectl query FIELD` prints, one value each, for scripts.
+/// Every row of the full status, by its row name; each top-level JSON key is accepted too
+/// (DESIGN.md §2): `other_audio_playing` is `other_audio`, `output` the output object.
 enum QueryField: String, CaseIterable {
-    case route, target, override, `default`, external, bluetooth, headset, receiver, speaker, engaged
+    case route, target, override, `default`, external, available, bluetooth, headset, receiver, speaker, engaged
+    case otherAudio = "other_audio", muted, sink, port, description, server, output
+
+    init?(word: String) {
+        if word == "other_audio_playing" { self = .otherAudio; return }
+        self.init(rawValue: word)
+    }
+
+    /// The words `query` accepts, for errors and completions.
+    static var words: [String] { allCases.map(\.rawValue) + ["other_audio_playing"] }
 }
 
 enum Command {
@@ -189,7 +200,7 @@ enum ArgumentParser {
 
             switch spec.name {
             case "json": options.json = true
-            case "server": options.server = try nonEmpty(value!, for: spelled)
+            case "server": options.server = try address(value!, for: spelled)
             case "snapshot": options.snapshot = try nonEmpty(value!, for: spelled)
             case "timeout":
                 if positionals.first == "wait" { waitTimeout = try seconds(value!, for: spelled) } else {
@@ -204,6 +215,11 @@ enum ArgumentParser {
 
         if wantsVersion { return Invocation(options: options, command: .version) }
         guard let word = positionals.first else {
+            // `routectl --force` alone: a command's option with no command is a mistake, not a query.
+            if let name = commandOptions.keys.sorted().first {
+                let owners = Grammar.commands.filter { $0.options.contains { $0.name == name } }.map { "'\($0.name)'" }
+                throw Failure.usage("Option '--\(name)' needs a command (\(owners.joined(separator: ", "))).")
+            }
             return Invocation(options: options, command: wantsHelp ? .help(nil) : .query(nil))
         }
         guard let spec = Grammar.command(named: word) else {
@@ -223,8 +239,8 @@ enum ArgumentParser {
         case "query":
             try atMost(1, rest, spec)
             guard let word = rest.first else { return .query(nil) }
-            guard let field = QueryField(rawValue: word) else {
-                throw Failure.usage("The value '\(word)' is invalid for '<field>'.\(suggestion(word, QueryField.allCases.map(\.rawValue)))")
+            guard let field = QueryField(word: word) else {
+                throw Failure.usage("The value '\(word)' is invalid for '<field>'.\(suggestion(word, QueryField.words))")
             }
             return .query(field)
         case "set":
@@ -314,6 +330,16 @@ enum ArgumentParser {
         throw Failure.usage("Unknown option '\(arg)'.\(suggestion(arg, spellings))")
     }
 
+    /// A server address libpulse can take: libpulse aborts on some over-long host names, so routectl
+    /// refuses them first, with control characters.
+    static func address(_ value: String, for option: String) throws(Failure) -> String {
+        let value = try nonEmpty(value, for: option)
+        guard value.utf8.count <= 1024, !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw Failure.usage("The value for '\(option)' is invalid: a server address is at most 1024 bytes, without control characters.")
+        }
+        return value
+    }
+
     static func nonEmpty(_ value: String, for option: String) throws(Failure) -> String {
         guard !value.isEmpty else { throw Failure.usage("The value '' is invalid for '\(option)'.") }
         return value
@@ -326,8 +352,16 @@ enum ArgumentParser {
         return s
     }
 
+    /// Words people type for a target or route, and the word routectl uses.
+    static let synonyms = [
+        "headphone": "headset", "headphones": "headset", "earphones": "headset", "earbuds": "headset", "wired": "headset",
+        "bt": "bluetooth", "bluez": "bluetooth", "speakers": "speaker", "loudspeaker": "speaker",
+        "handset": "earpiece", "phone": "earpiece",
+    ]
+
     /// " Did you mean 'x'?" for the closest candidate, or nothing when none is close.
     static func suggestion(_ word: String, _ candidates: [String]) -> String {
+        if let alias = synonyms[word.lowercased()], candidates.contains(alias) { return " Did you mean '\(alias)'?" }
         var best: (String, Int)?
         for c in candidates {
             let d = editDistance(word.lowercased(), c)
@@ -339,20 +373,21 @@ enum ArgumentParser {
         return distance <= max(1, min(3, match.count / 3)) ? " Did you mean '\(match)'?" : ""
     }
 
+    /// Edits between two words, a swap of neighbours counting as one (`qeury` is one from `query`).
     static func editDistance(_ a: String, _ b: String) -> Int {
         let a = Array(a), b = Array(b)
         if a.isEmpty { return b.count }
-        var row = Array(0...b.count)
+        if b.isEmpty { return a.count }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
         for i in 1...a.count {
-            var previous = row[0]
-            row[0] = i
-            if b.isEmpty { continue }
             for j in 1...b.count {
-                let current = row[j]
-                row[j] = a[i - 1] == b[j - 1] ? previous : 1 + min(previous, row[j], row[j - 1])
-                previous = current
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1) }
             }
         }
-        return row[b.count]
+        return d[a.count][b.count]
     }
 }

@@ -10,16 +10,16 @@ enum DevicesCommand {
             ]).text + "\n"
         }
         var out = "Outputs:\n"
-        let header = ["", "ROUTE", "AVAILABLE", "NAME", "DESCRIPTION"]
+        let header = ["", "ROUTE", "AVAILABLE", "MUTED", "ID", "DESCRIPTION"]
         out += Console.table([header] + status.outputs.map { o in
-            [o.isActive ? "*" : " ", o.route.rawValue, availability(o), o.id, o.description]
+            [o.isActive ? "*" : " ", o.route.rawValue, availability(o), o.sink == nil ? "-" : o.isMuted ? "yes" : "no", o.id, o.description]
         }, indent: "")
         out += "Inputs:\n"
         let inputs = status.inputs.map { i in
             [i.isDefault ? "*" : " ", i.kind.rawValue, i.availability.isUsable ? "yes" : "no",
              i.id, i.description]
         }
-        out += inputs.isEmpty ? "  none\n" : Console.table([["", "KIND", "AVAILABLE", "NAME", "DESCRIPTION"]] + inputs)
+        out += inputs.isEmpty ? "  none\n" : Console.table([["", "KIND", "AVAILABLE", "ID", "DESCRIPTION"]] + inputs)
         return out
     }
 
@@ -43,6 +43,7 @@ enum DevicesCommand {
             ("availability", .string(o.availability.rawValue)),
             ("profiles", .array(o.profiles.map(JSON.string))),
             ("active", .bool(o.isActive)),
+            ("muted", .bool(o.isMuted)),
         ])
     }
 

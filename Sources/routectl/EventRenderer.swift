@@ -22,23 +22,46 @@ enum EventRenderer {
         switch event {
         case let .route(route, previous, reason, output):
             detail = "\(route.rawValue)" + (previous.map { " (was \($0.rawValue))" } ?? "") + " reason=\(reason.rawValue)"
-                + " output=\(output?.id ?? "none")"
+                + " output=\(escaped(output?.id ?? "none"))"
         case let .deviceAdded(o), let .deviceRemoved(o):
-            detail = "\(o.route.rawValue) \(o.id) \"\(o.description)\""
+            detail = "\(o.route.rawValue) \(escaped(o.id)) \"\(escaped(o.description))\""
         case let .overrideCleared(override, cause):
-            detail = "\(override.rawValue): \(cause)"
+            detail = "\(override.rawValue): \(escaped(cause))"
         case let .interrupted(reason):
-            detail = reason
+            detail = escaped(reason)
         case let .recovered(route, output):
-            detail = "\(route.rawValue) output=\(output?.id ?? "none")"
+            detail = "\(route.rawValue) output=\(escaped(output?.id ?? "none"))"
         case let .engaged(on):
             detail = on ? "yes" : "no"
         case let .otherAudio(playing):
             detail = playing ? "playing" : "stopped"
         case let .input(source, previous):
-            detail = (source ?? "none") + (previous.map { " (was \($0))" } ?? "")
+            detail = escaped(source ?? "none") + (previous.map { " (was \(escaped($0)))" } ?? "")
         }
         return "\(stamp) \(event.type) \(detail)"
+    }
+
+    /// Text a device or server supplied, safe on one line: control characters, quotes and backslashes
+    /// are escaped, so a description cannot end the line or fake another event. JSON escapes on its own.
+    static func escaped(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && scalar.value < 0xA0) {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out
     }
 
     /// The NDJSON object; keys are documented in routectl(1) and never renamed.

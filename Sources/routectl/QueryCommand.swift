@@ -5,29 +5,21 @@ enum QueryCommand {
     static func render(_ status: Status, preferences: Preferences = Preferences(), field: QueryField?, json: Bool) -> String {
         if let field {
             let value = self.value(field, status, preferences)
-            return json ? JSON.object([(field.rawValue, value)]).text + "\n" : text(value) + "\n"
+            return json ? JSON.object([(field.rawValue, value)]).text + "\n" : text(field, value) + "\n"
         }
         if json { return object(status, preferences).text + "\n" }
-        var rows: [[String]] = QueryField.allCases
-            .filter { ![.bluetooth, .headset, .receiver, .speaker].contains($0) }
-            .map { [$0.rawValue, text(value($0, status, preferences))] }
-        let available = status.availableRoutes.map(\.rawValue)
-        rows.insert(["available", available.isEmpty ? "none" : available.joined(separator: " ")], at: 5)
-        rows.append(["other_audio", status.otherAudioPlaying ? "yes" : "no"])
-        if let output = status.output {
-            rows.append(["sink", output.sink ?? "-"])
-            if let port = output.port { rows.append(["port", port]) }
-            rows.append(["description", output.description])
-        } else {
-            rows.append(["sink", "none"])
-        }
-        rows.append(["server", serverLine(status.server)])
-        return Console.table(rows)
+        // The rows of the full status, each one a field (`query ROW`).
+        let rows: [QueryField] = [.route, .target, .override, .default, .external, .available, .engaged, .otherAudio, .muted,
+                                  .sink, .port, .description, .server]
+        return Console.table(rows.compactMap { field in
+            let value = self.value(field, status, preferences)
+            if field == .port, value == .null { return nil }
+            return [field.rawValue, text(field, value)]
+        })
     }
 
     static func serverLine(_ server: ServerInfo) -> String {
-        var line = server.name
-        if !server.isPipeWire { line += " \(server.version)" }
+        var line = server.isPipeWire ? "pipewire \(server.pipeWireVersion ?? server.version)" : "\(server.name) \(server.version)"
         if let address = server.serverString { line += " (\(address))" }
         return line
     }
@@ -39,11 +31,45 @@ enum QueryCommand {
         case .override: return preferences.override.map { .string($0.rawValue) } ?? .null
         case .default: return .string(preferences.defaultTarget.rawValue)
         case .external: return .bool(status.route.isExternal)
+        case .available: return .object(Route.allCases.filter { $0 != .unknown }.map { ($0.rawValue, .bool(status.isAvailable($0))) })
         case .bluetooth: return .bool(status.isAvailable(.bluetooth))
         case .headset: return .bool(status.isAvailable(.headset))
         case .receiver: return .bool(status.isAvailable(.receiver))
         case .speaker: return .bool(status.isAvailable(.speaker))
         case .engaged: return .bool(status.engaged)
+        case .otherAudio: return .bool(status.otherAudioPlaying)
+        case .muted: return .bool(status.output?.isMuted ?? false)
+        case .sink: return status.output?.sink.map(JSON.string) ?? .null
+        case .port: return status.output?.port.map(JSON.string) ?? .null
+        case .description: return status.output.map { .string($0.description) } ?? .null
+        case .server: return .object([
+            ("name", .string(status.server.name)),
+            ("version", .string(status.server.version)),
+            ("address", status.server.serverString.map(JSON.string) ?? .null),
+            ("pipewire", .bool(status.server.isPipeWire)),
+        ])
+        case .output: return status.output.map(DevicesCommand.object) ?? .null
+        }
+    }
+
+    /// The text form of one field: `available` as the kinds, `server` as one line, the rest as values.
+    static func text(_ field: QueryField, _ value: JSON) -> String {
+        switch field {
+        case .available:
+            guard case let .object(members) = value else { return text(value) }
+            let kinds = members.filter { $0.1 == .bool(true) }.map(\.0)
+            return kinds.isEmpty ? "none" : kinds.joined(separator: " ")
+        case .server:
+            guard case let .object(members) = value else { return text(value) }
+            let get = { (key: String) in members.first { $0.0 == key }?.1 }
+            let name = get("name").flatMap(\.stringValue) ?? ""
+            let version = get("version").flatMap(\.stringValue) ?? ""
+            return serverLine(ServerInfo(name: name, version: version, serverString: get("address").flatMap(\.stringValue)))
+        case .output:
+            guard case let .object(members) = value else { return text(value) }
+            return members.first { $0.0 == "id" }?.1.stringValue ?? "none"
+        default:
+            return text(value)
         }
     }
 
@@ -59,22 +85,11 @@ enum QueryCommand {
 
     /// The `--json` status object; its keys are documented in routectl(1) and never renamed.
     static func object(_ status: Status, _ preferences: Preferences) -> JSON {
-        .object([
-            ("route", .string(status.route.rawValue)),
-            ("target", .string(preferences.effectiveTarget.rawValue)),
-            ("override", value(.override, status, preferences)),
-            ("default", .string(preferences.defaultTarget.rawValue)),
-            ("external", .bool(status.route.isExternal)),
-            ("available", .object(Route.allCases.filter { $0 != .unknown }.map { ($0.rawValue, .bool(status.isAvailable($0))) })),
-            ("engaged", .bool(status.engaged)),
-            ("other_audio_playing", .bool(status.otherAudioPlaying)),
-            ("output", status.output.map(DevicesCommand.object) ?? .null),
-            ("server", .object([
-                ("name", .string(status.server.name)),
-                ("version", .string(status.server.version)),
-                ("address", status.server.serverString.map(JSON.string) ?? .null),
-                ("pipewire", .bool(status.server.isPipeWire)),
-            ])),
-        ])
+        let keys: [(String, QueryField)] = [
+            ("route", .route), ("target", .target), ("override", .override), ("default", .default), ("external", .external),
+            ("available", .available), ("engaged", .engaged), ("other_audio_playing", .otherAudio), ("muted", .muted),
+            ("output", .output), ("server", .server),
+        ]
+        return .object(keys.map { ($0.0, value($0.1, status, preferences)) })
     }
 }
