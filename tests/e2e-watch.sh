@@ -149,5 +149,63 @@ pactl set-default-sink sim-headset2
 set +e; wait "$waiter"; wrc=$?; set -e
 expect_eq "wait headset: exit 0 after the plug" 0 "$wrc"
 expect_eq "wait prints the route" headset "$(cat "$dir/wait.out")"
+"$routectl" wait bluetooth --timeout 30 >/dev/null &
+waiter=$!
+sleep 0.3
+kill -INT "$waiter"
+set +e; wait "$waiter"; wrc=$?; set -e
+expect_eq "wait interrupted by Ctrl-C: exit 130, not a timeout" 130 "$wrc"
+
+echo "-- output that fails is said, and a slow reader never stops the policy"
+run_rc sh -c "'$routectl' query >/dev/full"
+expect_rc "query >/dev/full: exit 1" 1
+expect_eq "query >/dev/full: says why" "routectl: cannot write to standard output: No space left on device" "$err"
+run_rc sh -c "'$routectl' devices >/dev/full"
+expect_eq "devices >/dev/full: exit 1" 1 "$rc"
+set_default sim-speaker
+# A reader that stops reading: watch --apply goes on applying the rules, drops what does not fit and
+# says how much once the reader is back.
+python3 - "$routectl" <<'PY' >"$dir/slow.out" 2>&1 || true
+import json, os, subprocess, sys, time
+watch = subprocess.Popen([sys.argv[1], "watch", "--apply", "--json"], stdout=subprocess.PIPE)
+time.sleep(0.5)  # its initial event is in the pipe; now nobody reads
+for i in range(1600):
+    subprocess.run(["pactl", "set-default-sink", "sim-earpiece" if i % 2 == 0 else "sim-speaker"], check=True)
+subprocess.run(["pactl", "load-module", "module-null-sink", "sink_name=sim-slow-headset",
+                "sink_properties='device.form_factor=headphone device.bus=usb'"], check=True, stdout=subprocess.DEVNULL)
+deadline = time.time() + 10
+while time.time() < deadline:
+    if subprocess.run(["pactl", "get-default-sink"], capture_output=True, text=True).stdout.strip() == "sim-slow-headset":
+        break
+    time.sleep(0.05)
+print("default while blocked:", subprocess.run(["pactl", "get-default-sink"], capture_output=True, text=True).stdout.strip())
+types = []
+os.set_blocking(watch.stdout.fileno(), False)
+end = time.time() + 5
+buffer = b""
+while time.time() < end:
+    try:
+        chunk = os.read(watch.stdout.fileno(), 1 << 16)
+    except BlockingIOError:
+        chunk = b""
+        if any(t == "lost" for t in types):
+            break
+        # One more event, so that watch flushes what waited and says what it dropped.
+        subprocess.run(["pactl", "set-default-sink", "sim-speaker"], check=True)
+        time.sleep(0.1)
+    buffer += chunk
+    *lines, buffer = buffer.split(b"\n")
+    types += [json.loads(l)["type"] for l in lines if l]
+    counts = [json.loads(l).get("count") for l in lines if l and json.loads(l)["type"] == "lost"]
+    if counts:
+        print("lost count:", counts[0])
+watch.terminate()
+print("lost events:", types.count("lost"))
+print("lines read:", len(types))
+PY
+expect_match "slow reader: the policy still moved the route to the new headset" "^default while blocked: sim-slow-headset$" "$(grep '^default while' "$dir/slow.out")"
+expect_match "slow reader: one lost event once the reader is back" "^lost events: 1$" "$(grep '^lost events' "$dir/slow.out")"
+expect_match "slow reader: it counts what was dropped" "^lost count: [1-9][0-9]*$" "$(grep '^lost count' "$dir/slow.out")"
+pactl unload-module module-null-sink 2>/dev/null || true
 
 summary

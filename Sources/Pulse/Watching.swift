@@ -93,3 +93,45 @@ extension PulseConnection {
 
     public var isConnected: Bool { context != nil && state == PA_CONTEXT_READY }
 }
+
+/// Calls back when a file descriptor takes more output, while enabled: `watch` writes what a slow
+/// reader left queued as soon as the reader is back, with no polling. The corresponding C calls are
+/// the main loop API's `io_new` and `io_enable`.
+public final class WritableWatch {
+    fileprivate var event: OpaquePointer?
+    fileprivate let api: UnsafeMutablePointer<pa_mainloop_api>?
+    fileprivate let body: () -> Void
+    /// The connection whose main loop holds the event: it must outlive the event.
+    fileprivate let owner: PulseConnection
+
+    fileprivate init(api: UnsafeMutablePointer<pa_mainloop_api>?, owner: PulseConnection, body: @escaping () -> Void) {
+        self.api = api
+        self.owner = owner
+        self.body = body
+    }
+
+    /// Whether to be told that the descriptor is writable.
+    public func enable(_ on: Bool) {
+        guard let event, let api else { return }
+        api.pointee.io_enable(event, on ? PA_IO_EVENT_OUTPUT : PA_IO_EVENT_NULL)
+    }
+
+    deinit {
+        if let event, let api { api.pointee.io_free(event) }
+    }
+}
+
+@available(*, unavailable)
+extension WritableWatch: Sendable {}
+
+extension PulseConnection {
+    /// A watch on `fd` that calls `body` from the main loop whenever it is enabled and writable.
+    public func watchWritable(fd: Int32, _ body: @escaping () -> Void) -> WritableWatch {
+        let api = pa_mainloop_get_api(mainloop)
+        let watch = WritableWatch(api: api, owner: self, body: body)
+        watch.event = api?.pointee.io_new(api, fd, PA_IO_EVENT_NULL, { _, _, _, _, ud in
+            Unmanaged<WritableWatch>.fromOpaque(ud!).takeUnretainedValue().body()
+        }, Unmanaged.passUnretained(watch).toOpaque())
+        return watch
+    }
+}

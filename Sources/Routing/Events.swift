@@ -22,6 +22,8 @@ public enum Event: Equatable, Sendable {
     case engaged(Bool)
     case otherAudio(playing: Bool)
     case input(source: String?, previous: String?)
+    /// A slow reader made `watch` drop this many events (the policy never waits on a reader).
+    case lost(count: Int)
 
     public var type: String {
         switch self {
@@ -34,6 +36,7 @@ public enum Event: Equatable, Sendable {
         case .engaged: return "engaged"
         case .otherAudio: return "other-audio"
         case .input: return "input"
+        case .lost: return "lost"
         }
     }
 }

@@ -3,9 +3,23 @@ import Glibc
 /// stdout and stderr without Foundation: whole lines, written at once and flushed, so a reader sees
 /// each line as soon as it is complete and a closed pipe is an error, not a crash.
 enum Console {
-    /// Writes `text` to stdout; false when stdout is gone (EPIPE, a closed pipe).
+    /// The errno of the first write to stdout that failed, 0 while none has.
+    nonisolated(unsafe) static var outputErrno: Int32 = 0
+
+    /// Writes `text` to stdout; false when it could not (a closed pipe, a full disk).
     @discardableResult
-    static func out(_ text: String) -> Bool { write(text, to: 1) }
+    static func out(_ text: String) -> Bool {
+        let ok = write(text, to: 1)
+        if !ok, outputErrno == 0 { outputErrno = errno }
+        return ok
+    }
+
+    /// Why stdout failed, to be said on stderr (exit 1); nil when it did not, or when its reader
+    /// simply went away (`| head`), which ends routectl quietly.
+    static var outputFailure: String? {
+        guard outputErrno != 0, outputErrno != EPIPE else { return nil }
+        return "cannot write to standard output: \(String(cString: strerror(outputErrno)))"
+    }
 
     static func err(_ text: String) { _ = write(text, to: 2) }
 
@@ -17,6 +31,12 @@ enum Console {
                 let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
+                    if errno == EAGAIN {
+                        // A non-blocking stdout (inherited) is not a closed one: wait until it takes more.
+                        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                        _ = poll(&p, 1, -1)
+                        continue
+                    }
                     return false
                 }
                 offset += n

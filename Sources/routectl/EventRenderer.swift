@@ -37,6 +37,8 @@ enum EventRenderer {
             detail = playing ? "playing" : "stopped"
         case let .input(source, previous):
             detail = escaped(source ?? "none") + (previous.map { " (was \(escaped($0)))" } ?? "")
+        case let .lost(count):
+            detail = "\(count) event\(count == 1 ? "" : "s") dropped: the reader was too slow"
         }
         return "\(stamp) \(event.type) \(detail)"
     }
@@ -85,6 +87,8 @@ enum EventRenderer {
             m += [("playing", .bool(playing))]
         case let .input(source, previous):
             m += [("source", source.map(JSON.string) ?? .null), ("previous", previous.map(JSON.string) ?? .null)]
+        case let .lost(count):
+            m += [("count", .int(Int64(count)))]
         }
         return .object(m)
     }

@@ -12,6 +12,8 @@ enum ExitStatus: Int32 {
     case noServer = 4
     /// A state file cannot be read or written.
     case stateFile = 5
+    /// Interrupted (Ctrl-C, SIGTERM) before done, as `wait` can be: never reported as a timeout.
+    case interrupted = 130
 }
 
 /// A command's failure: the one line to print and the status to exit with.

@@ -9,7 +9,13 @@ enum RouteCtl {
         signal(SIGPIPE, SIG_IGN)
         do throws(Failure) {
             let invocation = try ArgumentParser.parse(args)
-            return try execute(invocation)
+            let status = try execute(invocation)
+            // A full disk or a broken terminal is said and fails the command, whatever it was.
+            if let failure = Console.outputFailure {
+                Console.err("routectl: \(failure)\n")
+                return .failed
+            }
+            return status
         } catch {
             Console.err("routectl: \(error.message)\n")
             return error.status

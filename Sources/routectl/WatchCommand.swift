@@ -22,9 +22,16 @@ enum WatchCommand {
         } catch {
             throw ServerAccess.failure(error)
         }
+        let output = EventOutput(json: options.json)
+        let writable = connection.watchWritable(fd: 1) { output.flush() }
+        output.wantWritable = { writable.enable($0) }
+        defer {
+            output.wantWritable = nil
+            writable.enable(false)
+            output.finish()
+        }
         var watch = Watch(server: connection, store: preferences, clocks: .system, apply: apply, muteOnFallback: muteOnFallback,
-                          timeout: options.timeout, snapshot: snapshot,
-                          sink: { Console.out(EventRenderer.line($0, json: options.json)) },
+                          timeout: options.timeout, snapshot: snapshot, sink: output.send,
                           warn: { Console.err("routectl: \($0)\n") })
         do { try watch.run() } catch { throw Failure.from(error) }
         return .ok
@@ -93,7 +100,7 @@ enum WaitCommand {
                 let remaining = deadline.map { $0 - monotonic() }
                 if let remaining, remaining <= 0 { return .failed }
                 guard try connection.waitForChanges(timeout: remaining) else {
-                    return .failed
+                    return connection.shouldStop ? .interrupted : .failed
                 }
             }
         } catch {
