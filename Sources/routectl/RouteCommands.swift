@@ -40,8 +40,11 @@ enum RouteCommands {
 
     /// Plans `request` on the server and carries it out, switching a card profile first when the
     /// target exists only under another one; returns the route read back.
+    /// `lightReadBack` reads back only the server information and the planned sink (what settles
+    /// the plan) over the snapshot acted on, instead of a whole snapshot.
     static func route(_ connection: PulseConnection, _ request: RouteRequest, preferredInput: String?,
-                      timeout: Double, from initial: Snapshot? = nil, reason: RouteChangeReason = .override) throws(Failure) -> Result {
+                      timeout: Double, from initial: Snapshot? = nil, reason: RouteChangeReason = .override,
+                      lightReadBack: Bool = false) throws(Failure) -> Result {
         try onServer {
             var snapshot = try initial ?? connection.snapshot(timeout: timeout)
             // Watchers hold their route events while the intent is in progress: say when it is over.
@@ -69,7 +72,9 @@ enum RouteCommands {
                     announced = RouteIntent(output: output.id, reason: reason, at: State.nowMilliseconds())
                     try? State.store().saveIntent(announced!)
                 }
-                snapshot = try connection.apply(plan.actions, timeout: max(timeout, settleSeconds)) { s in
+                let readBack: ReadBack = lightReadBack && !plan.needsReplan && plan.output?.sink != nil
+                    ? .sinks([plan.output!.sink!], over: snapshot) : .snapshot(.all)
+                snapshot = try connection.apply(plan.actions, timeout: max(timeout, settleSeconds), readBack: readBack) { s in
                     settled(s, plan)
                 }
                 if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
@@ -104,7 +109,9 @@ enum RouteCommands {
         let (lock, persistent, previous) = try lockedState(store)
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
-        let before = try onServer { try connection.snapshot(timeout: options.timeout) }
+        // Without a microphone to choose, an output route needs no sources (hundreds of monitors).
+        let light = persistent.preferredInput == nil && !request.target.route.isExternal
+        let before = try onServer { try connection.snapshot(timeout: options.timeout, parts: light ? .outputs : .all) }
         // The intent is recorded before acting, so a watcher that sees the switch knows it is routectl's
         // own (reason `override`); a failure puts the previous override back.
         var record = OverrideRecord(target: request.target, device: request.device, setAt: State.now(),
@@ -112,7 +119,8 @@ enum RouteCommands {
         do { try store.saveOverride(record) } catch { throw State.failure(error) }
         let result: Result
         do {
-            result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout, from: before)
+            result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
+                               from: before, lightReadBack: light)
         } catch {
             do {
                 if let previous { try store.saveOverride(previous) } else { try store.removeOverride() }
