@@ -24,6 +24,8 @@ let package = Package(
             dependencies: ["Routing"],
             exclude: ["Fixtures"]
         ),
+        // The libpulse adapter's bookkeeping that needs no server (request replies, errors).
+        .testTarget(name: "PulseTests", dependencies: ["Pulse", "Routing"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -249,6 +249,61 @@ def jack_bench(env, directory, limit):
     return p99 <= limit
 
 
+def set_bench(kind, limit):
+    """`set` on a server with 500 outputs (null sinks) against the script it replaces: `pactl -f json
+    list sinks`, then `pactl set-default-sink`. Each side switches the default every run: routectl
+    to the speaker, the script back to the earpiece, alternately. Its own server: no cards."""
+    outputs = int(os.environ.get("BENCH_OUTPUTS", "500"))
+    rounds = int(os.environ.get("BENCH_SET_ROUNDS", str(min(ROUNDS, 100))))
+    with tempfile.TemporaryDirectory(prefix=f"routectl-bench-set-{kind}.") as directory:
+        exports = subprocess.check_output([SERVER, "start", kind, directory], text=True, env=dict(os.environ, CARDS=""))
+        env = dict(os.environ)
+        for line in exports.splitlines():
+            for assignment in line.removeprefix("export ").split(" "):
+                key, _, value = assignment.partition("=")
+                env[key] = value.strip("'")
+        try:
+            subprocess.check_call([SERVER, "plug", directory, "speaker", "bench-speaker"], env=env)
+            subprocess.check_call([SERVER, "plug", directory, "earpiece", "bench-earpiece"], env=env)
+            for i in range(outputs - 2):
+                subprocess.check_call(["pactl", "load-module", "module-null-sink", f"sink_name=bench-null{i}"],
+                                      env=env, stdout=subprocess.DEVNULL)
+            deadline = time.time() + 60
+            while len(subprocess.check_output(["pactl", "list", "short", "sinks"], env=env, text=True).splitlines()) < outputs:
+                if time.time() > deadline:
+                    sys.exit(f"make bench: {kind} did not bring up {outputs} sinks")
+                time.sleep(0.2)
+            subprocess.check_call(["pactl", "set-default-sink", "bench-earpiece"], env=env)
+
+            def ours():
+                start = time.perf_counter()
+                subprocess.run([ROUTECTL, "set", "speaker", "--force"], env=env, stdout=subprocess.DEVNULL, check=True)
+                return time.perf_counter() - start
+
+            def theirs():
+                start = time.perf_counter()
+                subprocess.run(["pactl", "-f", "json", "list", "sinks"], env=env, stdout=subprocess.DEVNULL, check=True)
+                subprocess.run(["pactl", "set-default-sink", "bench-earpiece"], env=env, stdout=subprocess.DEVNULL, check=True)
+                return time.perf_counter() - start
+
+            for _ in range(5):  # warm the page cache and the server
+                ours()
+                theirs()
+            a, b = [], []
+            for _ in range(rounds):
+                a.append(ours())
+                b.append(theirs())
+            ratios = [x / y for x, y in zip(a, b)]
+            ma, mb, mr = statistics.median(a), statistics.median(b), statistics.median(ratios)
+            print(f"set with {outputs} outputs vs pactl -f json list sinks + pactl set-default-sink, {rounds} rounds")
+            print(f"  {'routectl set speaker --force':<50} median {ma * 1000:6.2f} ms")
+            print(f"  {'pactl -f json list sinks; pactl set-default-sink':<50} median {mb * 1000:6.2f} ms")
+            print(f"  ratio of medians {ma / mb:.2f}x, median ratio {mr:.2f}x (budget {limit:.2f}x): {verdict(mr <= limit)}")
+            return mr <= limit
+        finally:
+            subprocess.call([SERVER, "stop", directory])
+
+
 def ms(v):
     return f"{v * 1000:6.2f} ms"
 
@@ -278,6 +333,7 @@ def main():
                 ]
             finally:
                 subprocess.call([SERVER, "stop", directory])
+        results.append(set_bench(kind, budget(rows, "`set` with 500 outputs")))
     print("all budgets met" if all(results) else "some budgets missed (see above)")
 
 

@@ -25,8 +25,10 @@ public struct RouteApplier {
 
     /// Plans `request` and carries it out, switching a card profile first when the target exists only
     /// under another one; returns the route read back. `reason` is what watchers report for the move.
+    /// `lightReadBack` reads back only the server information and the planned sink over the snapshot
+    /// acted on (what settles a plan), for `set` among hundreds of outputs.
     public func route(_ request: RouteRequest, preferredInput: String?, timeout: Double, from initial: Snapshot? = nil,
-                      reason: RouteChangeReason = .override) throws(EngineError) -> Result {
+                      reason: RouteChangeReason = .override, lightReadBack: Bool = false) throws(EngineError) -> Result {
         var snapshot: Snapshot
         do { snapshot = try initial ?? server.snapshot(timeout: timeout) } catch { throw .server(error) }
         // Watchers hold their route events while the intent is in progress: say when it is over.
@@ -50,7 +52,11 @@ public struct RouteApplier {
                 store?.saveIntent(announced!)
             }
             do {
-                snapshot = try server.apply(plan.actions, timeout: max(timeout, Self.settleSeconds)) { Self.settled($0, plan) }
+                let readBack: ReadBack = lightReadBack && !plan.needsReplan && plan.output?.sink != nil
+                    ? .sinks([plan.output!.sink!], over: snapshot) : .snapshot(.all)
+                snapshot = try server.apply(plan.actions, timeout: max(timeout, Self.settleSeconds), readBack: readBack) {
+                    Self.settled($0, plan)
+                }
                 if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
                 if snapshot.server.isPipeWire {
                     // WirePlumber restores the card's routes for the new profile just after the switch:

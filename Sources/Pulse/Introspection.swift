@@ -10,11 +10,16 @@ final class SnapshotBuilder {
     var sinkInputs: [SinkInput] = []
     var sourceOutputs: [SourceOutput] = []
     var pending = 0
-    var failure: (code: Int32, operation: String)?
+    var failure: PulseError?
+    /// Sinks asked for by name may have gone: that is an answer (the sink is absent), not a failure.
+    var missingIsAnswer = false
 
     func finish(_ eol: Int32, _ context: OpaquePointer?, _ operation: String) -> Bool {
         if eol < 0 {
-            if failure == nil { failure = (pa_context_errno(context), operation) }
+            let code = pa_context_errno(context)
+            if failure == nil, !(missingIsAnswer && code == Int32(PA_ERR_NOENTITY.rawValue)) {
+                failure = PulseError(code: code, operation: operation)
+            }
             pending -= 1
             return true
         }
@@ -27,115 +32,175 @@ final class SnapshotBuilder {
 extension SnapshotBuilder: Sendable {}
 
 extension PulseConnection {
-    /// The whole server state that routing needs, with the six requests sent together (one round trip).
-    public func snapshot(timeout: Double) throws(PulseError) -> Snapshot {
+    /// The server state routing needs, `parts` of it (by default all), with the requests sent
+    /// together (one round trip).
+    public func snapshot(timeout: Double, parts: SnapshotParts = .all) throws(PulseError) -> Snapshot {
+        try snapshot(until: Deadline(seconds: timeout), parts: parts)
+    }
+
+    func snapshot(until deadline: Deadline, parts: SnapshotParts) throws(PulseError) -> Snapshot {
         let operation = "Failed to get server information"
         let ctx = try liveContext(operation)
         let builder = SnapshotBuilder()
-        let ud = Unmanaged.passUnretained(builder).toOpaque()
         consumed = changes
-
-        try sent(pa_context_get_server_info(ctx, { _, info, ud in
-            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
-            b.pending -= 1
-            guard let i = info?.pointee else { return }
-            b.server = ServerInfo(
-                name: string(i.server_name) ?? "unknown", version: string(i.server_version) ?? "",
-                defaultSinkName: string(i.default_sink_name), defaultSourceName: string(i.default_source_name),
-                hostName: string(i.host_name))
-        }, ud), operation, owner: builder)
-        builder.pending += 1
-
-        try sent(pa_context_get_sink_info_list(ctx, { c, info, eol, ud in
-            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
-            if b.finish(eol, c, "Failed to get sink information") { return }
-            guard let i = info?.pointee else { return }
-            b.sinks.append(Sink(
-                index: i.index, name: string(i.name) ?? "", description: string(i.description) ?? "",
-                driver: string(i.driver) ?? "", state: sinkState(i.state.rawValue), mute: i.mute != 0,
-                ownerModule: validIndex(i.owner_module), card: validIndex(i.card),
-                monitorSource: string(i.monitor_source_name), properties: properties(i.proplist),
-                ports: ports(i.ports, Int(i.n_ports)), activePort: i.active_port.flatMap { string($0.pointee.name) }))
-        }, ud), operation, owner: builder)
-        builder.pending += 1
-
-        try sent(pa_context_get_source_info_list(ctx, { c, info, eol, ud in
-            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
-            if b.finish(eol, c, "Failed to get source information") { return }
-            guard let i = info?.pointee else { return }
-            b.sources.append(Source(
-                index: i.index, name: string(i.name) ?? "", description: string(i.description) ?? "",
-                driver: string(i.driver) ?? "", state: sinkState(i.state.rawValue), mute: i.mute != 0,
-                ownerModule: validIndex(i.owner_module), card: validIndex(i.card),
-                monitorOfSink: i.monitor_of_sink == UInt32.max ? nil : string(i.monitor_of_sink_name),
-                properties: properties(i.proplist), ports: ports(i.ports, Int(i.n_ports)),
-                activePort: i.active_port.flatMap { string($0.pointee.name) }))
-        }, ud), operation, owner: builder)
-        builder.pending += 1
-
-        try sent(pa_context_get_card_info_list(ctx, { c, info, eol, ud in
-            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
-            if b.finish(eol, c, "Failed to get card information") { return }
-            guard let i = info?.pointee else { return }
-            var profiles: [Profile] = []
-            if let list = i.profiles2 {
-                for k in 0..<Int(i.n_profiles) {
-                    guard let p = list[k]?.pointee else { break }
-                    profiles.append(profile(p))
-                }
-            }
-            var cardPorts: [CardPort] = []
-            if let list = i.ports {
-                for k in 0..<Int(i.n_ports) {
-                    guard let p = list[k]?.pointee else { break }
-                    var names: [String] = []
-                    if let pl = p.profiles2 {
-                        for j in 0..<Int(p.n_profiles) {
-                            guard let name = pl[j].flatMap({ string($0.pointee.name) }) else { break }
-                            names.append(name)
-                        }
-                    }
-                    let direction: PortDirection? = p.direction == Int32(PA_DIRECTION_OUTPUT.rawValue) ? .output
-                        : p.direction == Int32(PA_DIRECTION_INPUT.rawValue) ? .input : nil
-                    cardPorts.append(CardPort(
-                        port: Port(name: string(p.name) ?? "", description: string(p.description) ?? "",
-                                   type: PortType(number: p.type), priority: p.priority,
-                                   availability: availability(p.available), availabilityGroup: string(p.availability_group)),
-                        direction: direction, profiles: names, properties: properties(p.proplist)))
-                }
-            }
-            b.cards.append(Card(
-                index: i.index, name: string(i.name) ?? "", driver: string(i.driver) ?? "",
-                ownerModule: validIndex(i.owner_module), properties: properties(i.proplist), profiles: profiles,
-                activeProfile: i.active_profile2.flatMap { string($0.pointee.name) }, ports: cardPorts))
-        }, ud), operation, owner: builder)
-        builder.pending += 1
-
-        try sent(pa_context_get_sink_input_info_list(ctx, { c, info, eol, ud in
-            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
-            if b.finish(eol, c, "Failed to get sink input information") { return }
-            guard let i = info?.pointee else { return }
-            b.sinkInputs.append(SinkInput(index: i.index, sink: i.sink, client: validIndex(i.client),
-                                          corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
-        }, ud), operation, owner: builder)
-        builder.pending += 1
-
-        try sent(pa_context_get_source_output_info_list(ctx, { c, info, eol, ud in
-            let b = Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
-            if b.finish(eol, c, "Failed to get source output information") { return }
-            guard let i = info?.pointee else { return }
-            b.sourceOutputs.append(SourceOutput(index: i.index, source: i.source, client: validIndex(i.client),
-                                                corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
-        }, ud), operation, owner: builder)
-        builder.pending += 1
-
-        try run(until: { _ in builder.pending == 0 }, deadline: Deadline(seconds: timeout), operation: operation)
-        if let failure = builder.failure { throw PulseError(code: failure.code, operation: failure.operation) }
+        try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
+        if parts.contains(.sinks) {
+            try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
+        }
+        if parts.contains(.sources) {
+            try request(builder, operation) { pa_context_get_source_info_list(ctx, sourceInfoCallback, $0) }
+        }
+        if parts.contains(.cards) {
+            try request(builder, operation) { pa_context_get_card_info_list(ctx, cardInfoCallback, $0) }
+        }
+        if parts.contains(.sinkInputs) {
+            try request(builder, operation) { pa_context_get_sink_input_info_list(ctx, sinkInputInfoCallback, $0) }
+        }
+        if parts.contains(.sourceOutputs) {
+            try request(builder, operation) { pa_context_get_source_output_info_list(ctx, sourceOutputInfoCallback, $0) }
+        }
+        try collect(builder, until: deadline, operation)
         guard var server = builder.server else { throw PulseError.noEntity(operation) }
         server.serverString = serverString
         return Snapshot(server: server, sinks: builder.sinks, sources: builder.sources, cards: builder.cards,
                         sinkInputs: builder.sinkInputs, sourceOutputs: builder.sourceOutputs)
     }
+
+    /// `base` with fresh server information and fresh copies of the sinks named (one round trip);
+    /// a named sink that has gone is dropped. The rest of `base` is as it was.
+    public func refreshed(_ base: Snapshot, sinks names: [String], timeout: Double) throws(PulseError) -> Snapshot {
+        try refreshed(base, sinks: names, until: Deadline(seconds: timeout))
+    }
+
+    func refreshed(_ base: Snapshot, sinks names: [String], until deadline: Deadline) throws(PulseError) -> Snapshot {
+        let operation = "Failed to get server information"
+        let ctx = try liveContext(operation)
+        let builder = SnapshotBuilder()
+        builder.missingIsAnswer = true
+        consumed = changes
+        try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
+        for name in names {
+            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, name, sinkInfoCallback, $0) }
+        }
+        try collect(builder, until: deadline, operation)
+        guard var server = builder.server else { throw PulseError.noEntity(operation) }
+        server.serverString = serverString
+        var snapshot = base
+        snapshot.server = server
+        snapshot.sinks.removeAll { names.contains($0.name) }
+        snapshot.sinks += builder.sinks
+        snapshot.sinks.sort { $0.index < $1.index }
+        return snapshot
+    }
+
+    private func request(_ builder: SnapshotBuilder, _ operation: String,
+                         _ start: (UnsafeMutableRawPointer) -> OpaquePointer?) throws(PulseError) {
+        try send(builder, start)
+        builder.pending += 1
+    }
+
+    private func collect(_ builder: SnapshotBuilder, until deadline: Deadline, _ operation: String) throws(PulseError) {
+        do {
+            try run(until: { _ in builder.pending == 0 }, deadline: deadline, operation: operation)
+        } catch {
+            throw builder.failure ?? error
+        }
+        if let failure = builder.failure { throw failure }
+    }
+}
+
+// MARK: - Introspection callbacks (each copies what it needs out of libpulse's memory)
+
+private func builder(_ ud: UnsafeMutableRawPointer?) -> SnapshotBuilder {
+    Unmanaged<SnapshotBuilder>.fromOpaque(ud!).takeUnretainedValue()
+}
+
+private let serverInfoCallback: pa_server_info_cb_t = { _, info, ud in
+    let b = builder(ud)
+    b.pending -= 1
+    guard let i = info?.pointee else { return }
+    b.server = ServerInfo(
+        name: string(i.server_name) ?? "unknown", version: string(i.server_version) ?? "",
+        defaultSinkName: string(i.default_sink_name), defaultSourceName: string(i.default_source_name),
+        hostName: string(i.host_name))
+}
+
+private let sinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in
+    let b = builder(ud)
+    if b.finish(eol, c, "Failed to get sink information") { return }
+    guard let i = info?.pointee else { return }
+    b.sinks.append(Sink(
+        index: i.index, name: string(i.name) ?? "", description: string(i.description) ?? "",
+        driver: string(i.driver) ?? "", state: sinkState(i.state.rawValue), mute: i.mute != 0,
+        ownerModule: validIndex(i.owner_module), card: validIndex(i.card),
+        monitorSource: string(i.monitor_source_name), properties: properties(i.proplist),
+        ports: ports(i.ports, Int(i.n_ports)), activePort: i.active_port.flatMap { string($0.pointee.name) }))
+}
+
+private let sourceInfoCallback: pa_source_info_cb_t = { c, info, eol, ud in
+    let b = builder(ud)
+    if b.finish(eol, c, "Failed to get source information") { return }
+    guard let i = info?.pointee else { return }
+    b.sources.append(Source(
+        index: i.index, name: string(i.name) ?? "", description: string(i.description) ?? "",
+        driver: string(i.driver) ?? "", state: sinkState(i.state.rawValue), mute: i.mute != 0,
+        ownerModule: validIndex(i.owner_module), card: validIndex(i.card),
+        monitorOfSink: i.monitor_of_sink == UInt32.max ? nil : string(i.monitor_of_sink_name),
+        properties: properties(i.proplist), ports: ports(i.ports, Int(i.n_ports)),
+        activePort: i.active_port.flatMap { string($0.pointee.name) }))
+}
+
+private let cardInfoCallback: pa_card_info_cb_t = { c, info, eol, ud in
+    let b = builder(ud)
+    if b.finish(eol, c, "Failed to get card information") { return }
+    guard let i = info?.pointee else { return }
+    var profiles: [Profile] = []
+    if let list = i.profiles2 {
+        for k in 0..<Int(i.n_profiles) {
+            guard let p = list[k]?.pointee else { break }
+            profiles.append(profile(p))
+        }
+    }
+    var cardPorts: [CardPort] = []
+    if let list = i.ports {
+        for k in 0..<Int(i.n_ports) {
+            guard let p = list[k]?.pointee else { break }
+            var names: [String] = []
+            if let pl = p.profiles2 {
+                for j in 0..<Int(p.n_profiles) {
+                    guard let name = pl[j].flatMap({ string($0.pointee.name) }) else { break }
+                    names.append(name)
+                }
+            }
+            let direction: PortDirection? = p.direction == Int32(PA_DIRECTION_OUTPUT.rawValue) ? .output
+                : p.direction == Int32(PA_DIRECTION_INPUT.rawValue) ? .input : nil
+            cardPorts.append(CardPort(
+                port: Port(name: string(p.name) ?? "", description: string(p.description) ?? "",
+                           type: PortType(number: p.type), priority: p.priority,
+                           availability: availability(p.available), availabilityGroup: string(p.availability_group)),
+                direction: direction, profiles: names, properties: properties(p.proplist)))
+        }
+    }
+    b.cards.append(Card(
+        index: i.index, name: string(i.name) ?? "", driver: string(i.driver) ?? "",
+        ownerModule: validIndex(i.owner_module), properties: properties(i.proplist), profiles: profiles,
+        activeProfile: i.active_profile2.flatMap { string($0.pointee.name) }, ports: cardPorts))
+}
+
+private let sinkInputInfoCallback: pa_sink_input_info_cb_t = { c, info, eol, ud in
+    let b = builder(ud)
+    if b.finish(eol, c, "Failed to get sink input information") { return }
+    guard let i = info?.pointee else { return }
+    b.sinkInputs.append(SinkInput(index: i.index, sink: i.sink, client: validIndex(i.client),
+                                  corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
+}
+
+private let sourceOutputInfoCallback: pa_source_output_info_cb_t = { c, info, eol, ud in
+    let b = builder(ud)
+    if b.finish(eol, c, "Failed to get source output information") { return }
+    guard let i = info?.pointee else { return }
+    b.sourceOutputs.append(SourceOutput(index: i.index, source: i.source, client: validIndex(i.client),
+                                        corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
 }
 
 // MARK: - Copying C data out

@@ -18,29 +18,56 @@ public final class PulseConnection {
     var consumed = 0
     var subscribed = false
 
+    /// Set once libpulse's signal handling is installed on this loop (`stopOnSignalsAndClosedOutput`).
+    var signalsInstalled = false
+    /// The main loop's watch on stdout for a reader that went away, if one was made.
+    var stdoutEvent: OpaquePointer?
+
+    /// The reverse-DNS id routectl's clients carry in `application.id` (`pactl list clients`).
+    public static let applicationID = "io.github.routectl"
+
     /// Connects by libpulse's rules: `server` if given, else `PULSE_SERVER`, client.conf, the runtime dir.
-    /// Never autospawns a server. The corresponding C function is `pa_context_connect`.
-    public init(server: String?, clientName: String = "routectl", timeout: Double) throws(PulseError) {
+    /// Never autospawns a server. The client is named as desktop clients name themselves
+    /// (`application.name`, `.id`, `.icon_name` and, if given, `.version`).
+    /// The corresponding C function is `pa_context_connect`.
+    public init(server: String?, clientName: String = "routectl", version: String? = nil, timeout: Double) throws(PulseError) {
         guard let loop = pa_mainloop_new() else { throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: PulseError.connecting) }
         mainloop = loop
         self.server = server
         self.clientName = clientName
-        try connectContext(timeout: timeout)
+        self.version = version
+        try connectContext(until: Deadline(seconds: timeout))
     }
 
     let server: String?
     let clientName: String
+    let version: String?
+
+    /// The client's properties. The corresponding C function is `pa_proplist_sets`.
+    static func clientProperties(name: String, version: String?) -> [(String, String)] {
+        var list = [("application.name", name), ("application.id", applicationID), ("application.icon_name", "audio-card")]
+        if let version { list.append(("application.version", version)) }
+        return list
+    }
 
     /// A dead context cannot be revived: it is released and a new one connects on the same main loop.
     public func reconnect(timeout: Double) throws(PulseError) {
         disconnect()
         subscribed = false
-        try connectContext(timeout: timeout)
+        try connectContext(until: Deadline(seconds: timeout))
     }
 
-    func connectContext(timeout: Double) throws(PulseError) {
-        let deadline = Deadline(seconds: timeout)
-        guard let ctx = pa_context_new(pa_mainloop_get_api(mainloop), clientName) else {
+    /// The corresponding C function is `pa_context_new_with_proplist`.
+    func connectContext(until deadline: Deadline) throws(PulseError) {
+        guard let proplist = pa_proplist_new() else {
+            throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: PulseError.connecting)
+        }
+        for (key, value) in PulseConnection.clientProperties(name: clientName, version: version) {
+            pa_proplist_sets(proplist, key, value)
+        }
+        let made = pa_context_new_with_proplist(pa_mainloop_get_api(mainloop), clientName, proplist)
+        pa_proplist_free(proplist)
+        guard let ctx = made else {
             throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), operation: PulseError.connecting)
         }
         context = ctx
@@ -60,6 +87,12 @@ public final class PulseConnection {
             pa_context_set_state_callback(context, nil, nil)
             pa_context_disconnect(context)
             pa_context_unref(context)
+        }
+        if let stdoutEvent, let api = pa_mainloop_get_api(mainloop) { api.pointee.io_free(stdoutEvent) }
+        // Frees the signal events and restores the handlers; before the loop they live on goes.
+        if signalsInstalled {
+            pa_signal_done()
+            signalSubsystemInUse = false
         }
         pa_mainloop_free(mainloop)
     }
@@ -91,7 +124,7 @@ public final class PulseConnection {
             var remaining: Int64 = -1
             if let deadline {
                 remaining = deadline.remainingMicroseconds
-                if remaining <= 0 { throw PulseError.timeout(operation) }
+                if remaining <= 0 { throw PulseError.deadline(operation) }
             }
             if pa_mainloop_prepare(mainloop, Int32(clamping: remaining)) < 0 || pa_mainloop_poll(mainloop) < 0
                 || pa_mainloop_dispatch(mainloop) < 0 {
@@ -106,20 +139,6 @@ public final class PulseConnection {
             throw PulseError(code: Int32(PA_ERR_CONNECTIONTERMINATED.rawValue), operation: operation)
         }
         return context
-    }
-
-    /// Takes a just-sent request: a null operation means it was not sent. Otherwise `owner` (the
-    /// object the request's callbacks get as userdata) is retained until the operation is done or
-    /// cancelled, which its state callback sees even when the data callback never runs (a timeout,
-    /// a context that died); then the operation itself is released at once, as pactl does.
-    func sent(_ op: OpaquePointer?, _ operation: String, owner: AnyObject) throws(PulseError) {
-        guard let op else { throw PulseError(code: pa_context_errno(context), operation: operation) }
-        pa_operation_set_state_callback(op, { op, ud in
-            if pa_operation_get_state(op) != PA_OPERATION_RUNNING {
-                Unmanaged<AnyObject>.fromOpaque(ud!).release()
-            }
-        }, Unmanaged<AnyObject>.passRetained(owner).toOpaque())
-        pa_operation_unref(op)
     }
 }
 

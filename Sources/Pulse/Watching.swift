@@ -6,12 +6,19 @@ import Routing
 /// when stdout's reader goes away.
 nonisolated(unsafe) var stopRequested = false
 
+/// libpulse's signal subsystem is one per process (`pa_signal_init` on one main loop at a time).
+nonisolated(unsafe) var signalSubsystemInUse = false
+
 extension PulseConnection {
     /// SIGINT and SIGTERM, and a hang-up on stdout, stop `waitForChanges` and `pause` instead of killing
-    /// the process. The corresponding C functions are `pa_signal_init` and `pa_signal_new`.
+    /// the process; the connection's end undoes it (`pa_signal_done`). The corresponding C functions
+    /// are `pa_signal_init` and `pa_signal_new`.
     public func stopOnSignalsAndClosedOutput() {
+        guard !signalsInstalled, !signalSubsystemInUse else { return }
         let api = pa_mainloop_get_api(mainloop)
-        pa_signal_init(api)
+        guard pa_signal_init(api) == 0 else { return }
+        signalsInstalled = true
+        signalSubsystemInUse = true
         for sig in [SIGINT, SIGTERM] {
             pa_signal_new(sig, { _, _, _, _ in stopRequested = true }, nil)
         }
@@ -19,7 +26,7 @@ extension PulseConnection {
         var st = stat()
         if fstat(1, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO || (st.st_mode & S_IFMT) == S_IFSOCK {
             let flags = pa_io_event_flags_t(rawValue: PA_IO_EVENT_HANGUP.rawValue | PA_IO_EVENT_ERROR.rawValue)
-            _ = api?.pointee.io_new(api, 1, flags, { _, _, _, _, _ in stopRequested = true }, nil)
+            stdoutEvent = api?.pointee.io_new(api, 1, flags, { _, _, _, _, _ in stopRequested = true }, nil)
         }
     }
 
@@ -44,7 +51,7 @@ extension PulseConnection {
             try run(until: { $0.changes != $0.consumed || stopRequested }, deadline: deadline,
                     operation: "Waiting for the server")
         } catch {
-            if error.code == Int32(PA_ERR_TIMEOUT.rawValue) { return false }
+            if error.isDeadline { return false }
             throw error
         }
         drainQueuedEvents()

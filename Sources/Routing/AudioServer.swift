@@ -2,13 +2,13 @@
 /// unit tests drive the Engine with an in-memory fake, the way swift-nio tests pipelines on
 /// `EmbeddedChannel`. Errors are the server's own; the Engine asks them `ServerFailure` questions.
 public protocol AudioServer: AnyObject {
-    /// Everything routectl knows about the server now, fetched in one pipelined round.
-    func snapshot(timeout: Double) throws -> Snapshot
+    /// What routectl knows about the server now (these parts), fetched in one pipelined round.
+    func snapshot(timeout: Double, parts: SnapshotParts) throws -> Snapshot
     /// Asks for change notifications (sinks, sources, streams, cards, the server's defaults).
     func subscribe(timeout: Double) throws
     /// Carries the actions out, then reads the server back until `settled` holds or the time runs out;
     /// returns the last snapshot either way (the caller reports what it is).
-    func apply(_ actions: [Action], timeout: Double, settled: (Snapshot) -> Bool) throws -> Snapshot
+    func apply(_ actions: [Action], timeout: Double, readBack: ReadBack, settled: (Snapshot) -> Bool) throws -> Snapshot
     /// Blocks until a change notification arrives (true), or a stop request or the timeout (false).
     func waitForChanges(timeout: Double?) throws -> Bool
     /// A snapshot taken after a change notification, past a server's brief no-default transient.
@@ -21,6 +21,43 @@ public protocol AudioServer: AnyObject {
     func pause(seconds: Double) -> Bool
     var isConnected: Bool { get }
     var shouldStop: Bool { get }
+}
+
+extension AudioServer {
+    /// Everything: sinks, sources, cards and streams.
+    public func snapshot(timeout: Double) throws -> Snapshot { try snapshot(timeout: timeout, parts: .all) }
+
+    public func apply(_ actions: [Action], timeout: Double, settled: (Snapshot) -> Bool) throws -> Snapshot {
+        try apply(actions, timeout: timeout, readBack: .snapshot(.all), settled: settled)
+    }
+}
+
+/// Which parts of the server state a snapshot fetches; a part left out is empty in the snapshot.
+/// Server information is always fetched (it names the defaults and the server).
+public struct SnapshotParts: OptionSet, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let sinks = SnapshotParts(rawValue: 1 << 0)
+    public static let sources = SnapshotParts(rawValue: 1 << 1)
+    public static let cards = SnapshotParts(rawValue: 1 << 2)
+    public static let sinkInputs = SnapshotParts(rawValue: 1 << 3)
+    public static let sourceOutputs = SnapshotParts(rawValue: 1 << 4)
+
+    public static let all: SnapshotParts = [.sinks, .sources, .cards, .sinkInputs, .sourceOutputs]
+    /// What planning an output route needs when no input changes with it: sinks, their cards and
+    /// the streams that may follow. Not the sources (every sink has a monitor source: with hundreds
+    /// of sinks they cost more than the sinks) nor the recording streams.
+    public static let outputs: SnapshotParts = [.sinks, .cards, .sinkInputs]
+}
+
+/// What `apply` reads back after acting.
+public enum ReadBack {
+    /// A fresh snapshot of these parts.
+    case snapshot(SnapshotParts)
+    /// Only the server information and these sinks (by name), laid over `base`: what settles a
+    /// plan whose outcome is a default sink, without refetching hundreds of others.
+    case sinks([String], over: Snapshot)
 }
 
 /// What the Engine asks of a server's error.

@@ -31,11 +31,10 @@ enum Console {
                 let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    if errno == EAGAIN {
-                        // A non-blocking stdout (inherited) is not a closed one: wait until it takes more.
-                        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                        _ = poll(&p, 1, -1)
-                        continue
+                    // A non-blocking stdout that is full is not closed: wait until it drains.
+                    if errno == EAGAIN || errno == EWOULDBLOCK {
+                        var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                        if poll(&ready, 1, -1) >= 0 || errno == EINTR { continue }
                     }
                     return false
                 }

@@ -37,10 +37,12 @@ enum RouteCommands {
 
     /// Plans `request` on the server and carries it out (Engine.RouteApplier), as a Failure when it fails.
     static func route(_ connection: PulseConnection, _ request: RouteRequest, preferredInput: String?,
-                      timeout: Double, from initial: Snapshot? = nil, reason: RouteChangeReason = .override) throws(Failure) -> Result {
+                      timeout: Double, from initial: Snapshot? = nil, reason: RouteChangeReason = .override,
+                      lightReadBack: Bool = false) throws(Failure) -> Result {
         let applier = RouteApplier(server: connection, store: StatePreferences(State.store()), clocks: .system)
         do {
-            return try applier.route(request, preferredInput: preferredInput, timeout: timeout, from: initial, reason: reason)
+            return try applier.route(request, preferredInput: preferredInput, timeout: timeout, from: initial, reason: reason,
+                                     lightReadBack: lightReadBack)
         } catch {
             throw Failure.from(error)
         }
@@ -54,7 +56,9 @@ enum RouteCommands {
         let (lock, persistent, previous) = try lockedState(store)
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
-        let before = try onServer { try connection.snapshot(timeout: options.timeout) }
+        // Without a microphone to choose, an output route needs no sources (hundreds of monitors).
+        let light = persistent.preferredInput == nil && !request.target.route.isExternal
+        let before = try onServer { try connection.snapshot(timeout: options.timeout, parts: light ? .outputs : .all) }
         // The intent is recorded before acting, so a watcher that sees the switch knows it is routectl's
         // own (reason `override`); a failure puts the previous override back.
         var record = OverrideRecord(target: request.target, device: request.device, setAt: State.now(),
@@ -62,7 +66,8 @@ enum RouteCommands {
         do { try store.saveOverride(record) } catch { throw State.failure(error) }
         let result: Result
         do {
-            result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout, from: before)
+            result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
+                               from: before, lightReadBack: light)
         } catch {
             do {
                 if let previous { try store.saveOverride(previous) } else { try store.removeOverride() }

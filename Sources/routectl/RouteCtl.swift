@@ -91,7 +91,7 @@ enum ServerAccess {
 
     static func connect(_ options: GlobalOptions) throws(Failure) -> PulseConnection {
         do {
-            return try PulseConnection(server: options.server, timeout: options.timeout)
+            return try PulseConnection(server: options.server, version: Help.version, timeout: options.timeout)
         } catch {
             throw failure(error)
         }

@@ -36,14 +36,14 @@ final class FakeServer: AudioServer {
 
     init(_ snapshot: Snapshot) { current = snapshot }
 
-    func snapshot(timeout: Double) throws -> Snapshot {
+    func snapshot(timeout: Double, parts: SnapshotParts) throws -> Snapshot {
         guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
         return current
     }
 
     func subscribe(timeout: Double) throws {}
 
-    func apply(_ actions: [Action], timeout: Double, settled: (Snapshot) -> Bool) throws -> Snapshot {
+    func apply(_ actions: [Action], timeout: Double, readBack: ReadBack, settled: (Snapshot) -> Bool) throws -> Snapshot {
         guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
         applied.append(actions)
         if dieDuringApply {

@@ -1,0 +1,66 @@
+@testable import Pulse
+import Routing
+import Testing
+
+/// The adapter's bookkeeping that needs no server: replies matched to their own request, and
+/// routectl's deadline told apart from the server's own timeout.
+@Suite struct RequestTests {
+    /// pipewire-pulse answered a refused stream move before the set-default-sink it followed: the
+    /// refusal belongs to the (best-effort) move, so the batch succeeds.
+    @Test func aRefusalThatOvertakesIsTheRefusingRequests() {
+        let batch = RequestBatch()
+        let setDefault = Request("Failed to set default sink 'speaker'", in: batch)
+        let move = Request("Failed to move sink input 7 to 'speaker'", bestEffort: true, in: batch)
+        batch.pending = 2
+        move.answer(success: false) { 17 }
+        setDefault.answer(success: true) { Issue.record("no code read for a success"); return 0 }
+        #expect(batch.pending == 0)
+        #expect(batch.failure == nil)
+    }
+
+    @Test func aRefusedRequestNamesItselfWithTheServersCode() {
+        let batch = RequestBatch()
+        let move = Request("Failed to move sink input 7 to 'speaker'", bestEffort: true, in: batch)
+        let setDefault = Request("Failed to set default sink 'speaker'", in: batch)
+        batch.pending = 2
+        setDefault.answer(success: false) { 5 }
+        move.answer(success: true) { 0 }
+        #expect(batch.failure == PulseError(code: 5, operation: "Failed to set default sink 'speaker'"))
+    }
+
+    @Test func aSecondReplyToOneRequestCountsOnce() {
+        let batch = RequestBatch()
+        let request = Request("Failed to subscribe to server events", in: batch)
+        batch.pending = 2
+        request.answer(success: true) { 0 }
+        request.answer(success: false) { 5 }
+        #expect(batch.pending == 1)
+        #expect(batch.failure == nil)
+    }
+
+    @Test func theDeadlineIsNotTheServersTimeout() {
+        let deadline = PulseError.deadline("Failed to get server information")
+        let server = PulseError(code: deadline.code, operation: "Failed to get server information")
+        #expect(deadline.isDeadline && !deadline.isServerTimeout)
+        #expect(server.isServerTimeout && !server.isDeadline)
+        #expect(deadline != server)
+        #expect(deadline.description == "Failed to get server information: Timeout")
+        #expect(!deadline.isUnreachable)
+    }
+
+    @Test func theClientNamesItselfAsDesktopClientsDo() {
+        let props = Dictionary(uniqueKeysWithValues: PulseConnection.clientProperties(name: "routectl", version: "0.1.0"))
+        #expect(props["application.id"] == "io.github.routectl")
+        #expect(props["application.name"] == "routectl")
+        #expect(props["application.icon_name"] != nil)
+        #expect(props["application.version"] == "0.1.0")
+        #expect(PulseConnection.clientProperties(name: "routectl", version: nil).allSatisfy { $0.0 != "application.version" })
+    }
+
+    @Test func anOutputSnapshotLeavesOutTheSources() {
+        #expect(SnapshotParts.all.isSuperset(of: .outputs))
+        #expect(!SnapshotParts.outputs.contains(.sources))
+        #expect(!SnapshotParts.outputs.contains(.sourceOutputs))
+        #expect(SnapshotParts.outputs.isSuperset(of: [.sinks, .cards, .sinkInputs]))
+    }
+}
