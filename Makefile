@@ -51,7 +51,8 @@ unit: deps
 
 E2E := for server in pulseaudio pipewire; do \
 		tests/e2e.sh $$server $(BIN) && tests/e2e-control.sh $$server $(BIN) && \
-		tests/e2e-watch.sh $$server $(BIN) && tests/e2e-cards.sh $$server $(BIN) || exit 1; done
+		tests/e2e-watch.sh $$server $(BIN) && tests/e2e-cards.sh $$server $(BIN) && \
+		tests/e2e-pulse.sh $$server $(BIN) || exit 1; done
 
 e2e: build
 	@$(E2E)

@@ -123,7 +123,13 @@ for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
 	"default bluetooth|The value 'bluetooth' is invalid for 'default': expected speaker or earpiece." \
 	"query --force|Option '--force' does not apply to 'query'." \
 	"input lst|The value 'lst' is invalid for 'input'. Did you mean 'list'?" \
-	"--snapshot x set speaker|'set' changes the server; --snapshot is for read-only commands."; do
+	"--snapshot x set speaker|'set' changes the server or routectl's state; --snapshot is for read-only commands." \
+	"--snapshot x default earpiece|'default earpiece' changes the server or routectl's state; --snapshot is for read-only commands." \
+	"--snapshot x input clear|'input clear' changes the server or routectl's state; --snapshot is for read-only commands." \
+	"--force|Option '--force' needs a command ('set')." \
+	"qeury|Unknown command 'qeury'. Did you mean 'query'?" \
+	"set headphone|The value 'headphone' is invalid for '<target>'. Did you mean 'headset'?" \
+	"query other_audio_playng|The value 'other_audio_playng' is invalid for '<field>'. Did you mean 'other_audio_playing'?"; do
 	args=${case%%|*} message=${case#*|}
 	# shellcheck disable=SC2086
 	run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" $args
@@ -131,6 +137,23 @@ for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
 	expect_eq "'$args': the line" "routectl: $message See 'routectl --help'." "$err"
 	expect_eq "'$args': nothing on stdout" "" "$out"
 done
+
+long=$(head -c 16000 /dev/zero | tr '\0' a)
+run_rc "$routectl" --server "$long" query
+expect_rc "a 16,000-byte --server: exit 2, not libpulse's abort" 2
+expect_eq "a 16,000-byte --server: one line" "routectl: The value for '--server' is invalid: a server address is at most 1024 bytes, without control characters. See 'routectl --help'." "$err"
+
+echo "-- --snapshot answers from the dump alone, live state untouched"
+rc default earpiece >/dev/null
+rc dump >"$dir/state-dump.json"
+expect_eq "dump carries routectl's state" earpiece "$(json_get routectl.default <"$dir/state-dump.json")"
+rc default speaker >/dev/null
+expect_eq "--snapshot default: the dump's" earpiece "$(rc --snapshot "$dir/state-dump.json" default)"
+expect_eq "--snapshot query default: the dump's" earpiece "$(rc --snapshot "$dir/state-dump.json" query default)"
+expect_eq "the live default is untouched" speaker "$(rc default)"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["routectl"]; json.dump(d, open(sys.argv[2], "w"))' \
+	"$dir/state-dump.json" "$dir/plain-dump.json"
+expect_eq "--snapshot of a plain pactl-shaped dump: routectl's defaults" speaker "$(rc --snapshot "$dir/plain-dump.json" query target)"
 
 echo "-- no server: exit 4 within the timeout"
 start=$(date +%s%N)

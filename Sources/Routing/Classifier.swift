@@ -70,10 +70,10 @@ public enum Classifier {
     }
 
     static func route(forPortName raw: String) -> Route? {
-        let name = raw.lowercased()
+        let name = Folded(raw)
         // UCM: "[Out] Speaker", "[Out] Earpiece", "[Out] Headphones", "[Out] HDMI1", "[Out] Line1".
         var word = name
-        if name.hasPrefix("[out] ") { word = String(name.dropFirst(6)) }
+        if name.hasPrefix("[out] ") { word = name.dropFirst(6) }
         if word.hasPrefix("earpiece") || word.hasPrefix("handset") || word.hasPrefix("receiver") { return .receiver }
         if name.contains("headphone") || word.hasPrefix("headset") || name.contains("-headset") { return .headset }
         if name.contains("speaker") { return .speaker }
@@ -103,7 +103,7 @@ public enum Classifier {
     }
 
     static func route(forSinkName raw: String) -> Route? {
-        let name = raw.lowercased()
+        let name = Folded(raw)
         if name.contains("hdmi") || name.contains("iec958") || name.contains("displayport") { return .unknown }
         if name.hasPrefix("tunnel.") || name.hasPrefix("raop") || name.hasPrefix("combined") { return .unknown }
         return nil
@@ -116,12 +116,49 @@ public enum Classifier {
             f.card?.name, f.property("alsa.card_name"),
         ]
         for case let text? in texts {
-            let t = text.lowercased()
+            let t = Folded(text)
             if t.contains("headphone") || t.contains("headset") || t.contains("earphone") || t.contains("earbud") { return .headset }
             if t.contains("earpiece") || t.contains("handset") { return .receiver }
             if t.contains("speaker") { return .speaker }
             if t.contains("hdmi") || t.contains("displayport") || t.contains("s/pdif") { return .unknown }
         }
         return nil
+    }
+}
+
+/// An ASCII-lowercased copy of a name, searched byte by byte: `String.lowercased()` and
+/// `String.contains` went through Unicode case mapping and the generic substring search, which
+/// were most of `Status` on a server with hundreds of sinks. The words searched for are ASCII.
+struct Folded {
+    let bytes: ArraySlice<UInt8>
+
+    init(_ text: String) {
+        bytes = ArraySlice(text.utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 })
+    }
+
+    private init(bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+
+    func dropFirst(_ n: Int) -> Folded { Folded(bytes: bytes.dropFirst(n)) }
+
+    func hasPrefix(_ prefix: StaticString) -> Bool {
+        prefix.withUTF8Buffer { p in bytes.count >= p.count && zip(bytes, p).allSatisfy { $0 == $1 } }
+    }
+
+    func contains(_ needle: StaticString) -> Bool {
+        needle.withUTF8Buffer { n in
+            guard n.count > 0, bytes.count >= n.count else { return n.count == 0 }
+            let first = n[0]
+            var i = bytes.startIndex
+            let last = bytes.endIndex - n.count
+            while i <= last {
+                if bytes[i] == first {
+                    var j = 1
+                    while j < n.count, bytes[i + j] == n[j] { j += 1 }
+                    if j == n.count { return true }
+                }
+                i += 1
+            }
+            return false
+        }
     }
 }

@@ -9,6 +9,9 @@ public struct Snapshot: Equatable, Sendable {
     public var cards: [Card]
     public var sinkInputs: [SinkInput]
     public var sourceOutputs: [SourceOutput]
+    /// routectl's own state, as `routectl dump` records it (DESIGN.md §4): with it, `--snapshot`
+    /// answers from the file alone. Nil in a plain pactl capture.
+    public var routectl: Preferences?
 
     public init(server: ServerInfo, sinks: [Sink] = [], sources: [Source] = [], cards: [Card] = [],
                 sinkInputs: [SinkInput] = [], sourceOutputs: [SourceOutput] = []) {

@@ -32,6 +32,18 @@ extension Snapshot {
         cards = try root.list("cards").map { r throws(SnapshotFormatError) in try Card(r) }
         sinkInputs = try root.list("sink_inputs").map { r throws(SnapshotFormatError) in try SinkInput(r) }
         sourceOutputs = try root.list("source_outputs").map { r throws(SnapshotFormatError) in try SourceOutput(r) }
+        if let state = root.optional("routectl"), state.value != .null {
+            let word = try state.optionalString("default") ?? "speaker"
+            guard let target = RouteTarget(rawValue: word), target.isBuiltIn else {
+                throw (state.optional("default") ?? state).error("'\(word)' is not speaker or earpiece")
+            }
+            var override: RouteTarget?
+            if let o = try state.optionalString("override") {
+                guard let t = RouteTarget(rawValue: o) else { throw (state.optional("override") ?? state).error("unknown target '\(o)'") }
+                override = t
+            }
+            routectl = Preferences(defaultTarget: target, override: override, preferredInput: try state.optionalString("preferred_input"))
+        }
     }
 
     /// The dump: pactl's member names, in pactl's order, with routectl's additions (`card`, `direction`).
@@ -43,7 +55,13 @@ extension Snapshot {
             ("cards", .array(cards.map(\.json))),
             ("sink_inputs", .array(sinkInputs.map(\.json))),
             ("source_outputs", .array(sourceOutputs.map(\.json))),
-        ])
+        ] + (routectl.map { p in
+            [("routectl", .object([
+                ("default", .string(p.defaultTarget.rawValue)),
+                ("override", p.override.map { .string($0.rawValue) } ?? .null),
+                ("preferred_input", p.preferredInput.map(JSON.string) ?? .null),
+            ]))]
+        } ?? []))
     }
 }
 

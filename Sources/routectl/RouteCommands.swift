@@ -164,6 +164,10 @@ enum RouteCommands {
     static func setDefault(_ target: RouteTarget?, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
         let store = State.store()
         let shown: RouteTarget
+        if target == nil, let path = options.snapshot {
+            shown = try ServerAccess.read(snapshotFile: path).routectl?.defaultTarget ?? .speaker
+            return RouteCtl.write(options.json ? JSON.object([("default", .string(shown.rawValue))]).text + "\n" : shown.rawValue + "\n")
+        }
         do {
             if let target {
                 shown = try store.updatePersistent { $0.defaultTarget = target }.defaultTarget
@@ -180,7 +184,7 @@ enum RouteCommands {
 
     static func inputList(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
         let snapshot = try ServerAccess.snapshot(options)
-        let preferences = try State.preferences(State.store(), current: nil, quiet: options.quiet)
+        let preferences = try RouteCtl.preferences(for: snapshot, options)
         let status = Status(snapshot: snapshot)
         if options.json {
             return RouteCtl.write(JSON.object([

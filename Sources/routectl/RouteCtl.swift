@@ -35,8 +35,7 @@ enum RouteCtl {
         case let .query(field):
             let snapshot = try ServerAccess.snapshot(options)
             let status = Status(snapshot: snapshot)
-            let preferences = try State.preferences(State.store(), current: options.snapshot == nil ? status : nil, quiet: options.quiet)
-            return write(QueryCommand.render(status, preferences: preferences, field: field, json: options.json))
+            return write(QueryCommand.render(status, preferences: try preferences(for: snapshot, options), field: field, json: options.json))
         case let .set(request):
             try requireServer(options, "set")
             return try RouteCommands.set(request, options)
@@ -44,6 +43,7 @@ enum RouteCtl {
             try requireServer(options, "clear")
             return try RouteCommands.clear(options)
         case let .default(target):
+            if target != nil { try requireServer(options, "default \(target!.rawValue)") }
             return try RouteCommands.setDefault(target, options)
         case .inputList:
             return try RouteCommands.inputList(options)
@@ -51,6 +51,7 @@ enum RouteCtl {
             try requireServer(options, "input set")
             return try RouteCommands.inputSet(id, options)
         case .inputClear:
+            try requireServer(options, "input clear")
             return try RouteCommands.inputClear(options)
         case let .watch(apply, muteOnFallback):
             try requireServer(options, "watch")
@@ -62,14 +63,26 @@ enum RouteCtl {
             let snapshot = try ServerAccess.snapshot(options)
             return write(DevicesCommand.render(Status(snapshot: snapshot), json: options.json))
         case .dump:
-            let snapshot = try ServerAccess.snapshot(options)
+            // A bug report is one file: the server's state and routectl's own (DESIGN.md §4).
+            var snapshot = try ServerAccess.snapshot(options)
+            snapshot.routectl = try preferences(for: snapshot, options)
             return write(snapshot.json.text + "\n")
         }
     }
 
-    /// Commands that change the server cannot run on a snapshot.
+    /// Commands that change the server or routectl's state, or follow a live server, cannot run on a
+    /// snapshot: `--snapshot` never reads or writes live state.
     static func requireServer(_ options: GlobalOptions, _ command: String) throws(Failure) {
-        if options.snapshot != nil { throw Failure.usage("'\(command)' changes the server; --snapshot is for read-only commands.") }
+        if options.snapshot != nil {
+            throw Failure.usage("'\(command)' changes the server or routectl's state; --snapshot is for read-only commands.")
+        }
+    }
+
+    /// The preferences a reading command shows: from the dump with `--snapshot` (the defaults when it
+    /// has none), else the live state, with an override that a device change made stale cleared.
+    static func preferences(for snapshot: Snapshot, _ options: GlobalOptions) throws(Failure) -> Preferences {
+        if options.snapshot != nil { return snapshot.routectl ?? Preferences() }
+        return try State.preferences(State.store(), current: Status(snapshot: snapshot), quiet: options.quiet)
     }
 
     static func write(_ text: String) -> ExitStatus {
