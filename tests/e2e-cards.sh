@@ -93,6 +93,14 @@ expect_match "devices: the headphones are not available" "^ +headset +no +(yes|n
 # while another is available (see the end), and a sleeping monitor is the common case.
 jack hdmi hdmi out
 wait_for "HDMI not available" sh -c "'$routectl' devices | grep -q ' no  *[a-z-]*  *$hdmi_id '"
+complete_words() {
+	PATH="$(dirname "$routectl"):$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _routectl
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$root/completions/routectl.bash" "$@"
+}
+expect_eq "bash completes output ids after --device" "$speaker_id" \
+	"$(complete_words routectl set speaker --device alsa_card.sim-laptop:analog-output-s)"
+expect_eq "bash completes input ids after input set" "alsa_card.sim-laptop:analog-input-internal-mic" \
+	"$(complete_words routectl input set alsa_card.sim-laptop:analog-input-int)"
 start_watchers
 expected=("route speaker reason=initial output=$speaker_id")
 

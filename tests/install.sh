@@ -30,5 +30,14 @@ expect_eq "bash completes commands" "set" "$(complete_words routectl se)"
 expect_eq "bash completes targets" "speaker" "$(complete_words routectl set sp)"
 expect_eq "bash completes fields" "external engaged" "$(complete_words routectl query e)"
 expect_eq "bash completes watch options" "--apply" "$(complete_words routectl watch --ap)"
+bin="$dest/usr/bin/routectl"
+for pair in bash:usr/share/bash-completion/completions/routectl zsh:usr/share/zsh/site-functions/_routectl \
+	fish:usr/share/fish/vendor_completions.d/routectl.fish; do
+	expect_eq "the installed ${pair%%:*} completion is what 'routectl completions ${pair%%:*}' writes from the command table" \
+		"$("$bin" completions "${pair%%:*}")" "$(cat "$dest/${pair#*:}")"
+done
+for cmd in $("$bin" --help | sed -n '/^COMMANDS:/,/^$/p' | awk 'NR > 1 && NF {print $1}'); do
+	expect_match "bash completes the command '$cmd' from --help" "(^| )$cmd( |$)" "$(complete_words routectl "")"
+done
 expect_eq "man page renders without warnings" "" "$(MANWIDTH=80 man --warnings -l "$dest/usr/share/man/man1/routectl.1" 2>&1 >/dev/null)"
 summary

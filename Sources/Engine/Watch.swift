@@ -85,6 +85,11 @@ public struct Watch {
                 warn("\(error)")
             }
         }
+        // A move still held when the watch ends is reported as it stands.
+        if let held = hold {
+            hold = nil
+            _ = reportRoute(Status(snapshot: snapshot), reason: held.reason)
+        }
     }
 
     /// Reports one change and, with --apply, acts on it. False when stdout is gone.
@@ -95,6 +100,10 @@ public struct Watch {
         let events = Events.diff(change, own: externalSet(change), recentlyAdded: Set(recentlyAdded.keys))
         if var held = hold {
             held.note(arrived: held.isDone(next), at: clock)
+            // The output the route left went away after all: that was why the route moved.
+            if let departed = held.departed, change.removed.contains(where: { $0.id == departed }) {
+                held.reason = .oldDeviceUnavailable
+            }
             hold = held
         }
         adoptIntent(next)
@@ -194,7 +203,19 @@ public struct Watch {
 
     /// Reports the route now, unless a move is held (its event comes when it is done).
     mutating func reportOrHold(_ status: Status, reason: RouteChangeReason) -> Bool {
-        hold == nil ? reportRoute(status, reason: reason) : true
+        guard hold == nil else { return true }
+        if reason == .routeConfigurationChange, let left = reported.output, left.cardName != nil {
+            // A server may move the default off a card's output a moment before it reports that
+            // output gone (WirePlumber and a sleeping monitor): wait a moment before calling it a
+            // client's pick. A virtual sink goes in one notification; it needs no wait.
+            let departed = left.id
+            var held = RouteHold(target: status.output?.id, reason: reason, deadline: clocks.monotonic() + RouteHold.departureWindow)
+            held.departed = departed
+            held.quietUntil = clocks.monotonic() + RouteHold.departureWindow
+            hold = held
+            return true
+        }
+        return reportRoute(status, reason: reason)
     }
 
     /// Prints a route event when the route differs from the one last printed.
@@ -288,11 +309,16 @@ struct RouteHold {
     /// How long the server must stay quiet once the target is reached, in seconds: WirePlumber's
     /// reactions to a profile switch come within a few milliseconds.
     static let quiet = 0.06
+    /// How long a route change that looks like another client's waits for the output it left to be
+    /// reported gone, in seconds.
+    static let departureWindow = 0.3
 
     var target: String?
     var request: RouteRequest?
     /// The intent this hold waits on (its time), whose `done` ends it.
     var intent: Int64?
+    /// The output the route left, when its going away would explain the move.
+    var departed: String?
     var reason: RouteChangeReason
     var preferredInput: String?
     var deadline: Double
@@ -318,6 +344,7 @@ struct RouteHold {
     }
 
     mutating func note(arrived: Bool, at now: Double) {
+        if departed != nil { return }  // a departure window runs its whole length
         quietUntil = arrived ? now + RouteHold.quiet : nil
     }
 }

@@ -40,6 +40,8 @@ enum Command {
     case dump
     case help(String?)
     case version
+    case completions(Shell)
+    case completionIds(IdKind)
 }
 
 struct Invocation {
@@ -54,7 +56,16 @@ struct CommandSpec {
     var summary: String
     /// Options this command takes beyond the global ones.
     var options: [OptionSpec] = []
+    /// The words its first argument takes, for the completions (the parser checks the same lists).
+    var words: [String] = []
+    /// After which first word a device id follows, and of which kind (`input set <id>`).
+    var idsAfter: (word: String, kind: IdKind)?
     var details: String
+}
+
+/// Live values the completions ask routectl for.
+enum IdKind: String {
+    case outputs, inputs
 }
 
 struct OptionSpec {
@@ -62,13 +73,17 @@ struct OptionSpec {
     var short: Character?
     var value: String?
     var help: String
+    /// Device ids complete this option's value.
+    var ids: IdKind?
+    /// A file name completes this option's value.
+    var file = false
 }
 
 enum Grammar {
     static let globalOptions: [OptionSpec] = [
         OptionSpec(name: "json", help: "Print one JSON object (documented keys, snake_case)."),
         OptionSpec(name: "server", short: "s", value: "ADDRESS", help: "Connect to this server instead of the default one (as PULSE_SERVER)."),
-        OptionSpec(name: "snapshot", value: "FILE", help: "Run a read-only command against a dump instead of a server."),
+        OptionSpec(name: "snapshot", value: "FILE", help: "Run a read-only command against a dump instead of a server.", file: true),
         OptionSpec(name: "timeout", value: "SECONDS", help: "Give up on the server after this long (default 5)."),
         OptionSpec(name: "quiet", short: "q", help: "Print no notes on stderr; errors are still printed."),
         OptionSpec(name: "help", short: "h", help: "Show help information."),
@@ -78,6 +93,7 @@ enum Grammar {
     static let commands: [CommandSpec] = [
         CommandSpec(
             name: "query", arguments: "[FIELD]", summary: "Show where sound comes out (the default command).",
+            words: QueryField.words,
             details: """
               With no FIELD, the full status. With a FIELD, its value alone, for scripts:
                 route      speaker, receiver, bluetooth, headset or unknown: where sound comes out
@@ -93,8 +109,10 @@ enum Grammar {
             name: "set", arguments: "<target>", summary: "Set the temporary override and move the sound there.",
             options: [
                 OptionSpec(name: "force", help: "Switch even while an external device is the route."),
-                OptionSpec(name: "device", value: "NAME", help: "The output to use: a NAME from 'routectl devices', a sink or a card."),
+                OptionSpec(name: "device", value: "ID", help: "The output to use: an ID from 'routectl devices', a sink or a card.",
+                           ids: .outputs),
             ],
+            words: RouteTarget.words,
             details: """
               <target> is speaker, earpiece (alias receiver), bluetooth or headset. The override lasts
               until 'routectl clear', until an external device is connected or disconnected, or until
@@ -112,12 +130,14 @@ enum Grammar {
             """),
         CommandSpec(
             name: "default", arguments: "[speaker|earpiece]", summary: "Show or set the persistent default.",
+            words: ["speaker", "earpiece"],
             details: """
               With no argument, print the default. With one, record it (no server is needed); it decides
               where sound goes when no override is set and no external device is connected.
             """),
         CommandSpec(
             name: "input", arguments: "list | set <id> | clear", summary: "List inputs, or set or clear the preferred one.",
+            words: ["list", "set", "clear"], idsAfter: ("set", .inputs),
             details: """
               list   every input (monitor sources are not inputs); '*' marks the default, 'P' the preferred
               set    make the source <id> the default input and remember it as preferred
@@ -138,6 +158,7 @@ enum Grammar {
             """),
         CommandSpec(
             name: "wait", arguments: "<route> [--timeout SECONDS]", summary: "Exit 0 when the route is or becomes <route>.",
+            words: Route.allCases.map(\.rawValue),
             details: """
               <route> is speaker, receiver, bluetooth, headset or unknown. Exit 1 when --timeout SECONDS
               (given after 'wait') passes first; without it, wait as long as it takes.
@@ -155,9 +176,20 @@ enum Grammar {
               Read it back with --snapshot FILE; attach it to a bug report.
             """),
         CommandSpec(name: "help", arguments: "[COMMAND]", summary: "Show help for routectl or one command.", details: ""),
+        CommandSpec(
+            name: "completions", arguments: "bash|zsh|fish", summary: "Print the shell completion script (generated from this table).",
+            words: ["bash", "zsh", "fish", "ids"],
+            details: """
+              bash, zsh or fish: the script 'make install' installs, printed from routectl's own command
+              table, so it cannot miss a command or an option. 'completions ids outputs|inputs' prints
+              the device ids the scripts offer (one a line).
+            """),
     ]
 
     static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
+
+    /// The words a command's first argument takes: `help` takes the commands.
+    static func words(of spec: CommandSpec) -> [String] { spec.name == "help" ? commands.map(\.name) : spec.words }
 }
 
 /// The hand-written parser of DESIGN.md §2: global options anywhere, `--opt=value` or `--opt value`,
@@ -291,6 +323,19 @@ enum ArgumentParser {
         case "dump":
             try atMost(0, rest, spec)
             return .dump
+        case "completions":
+            guard let shell = rest.first else { throw Failure.usage("Missing value for '<shell>'.") }
+            if shell == "ids" {
+                guard rest.count == 2, let kind = IdKind(rawValue: rest[1]) else {
+                    throw Failure.usage("'completions ids' takes outputs or inputs.")
+                }
+                return .completionIds(kind)
+            }
+            try atMost(1, rest, spec)
+            guard let which = Shell(rawValue: shell) else {
+                throw Failure.usage("The value '\(shell)' is invalid for '<shell>'.\(suggestion(shell, ["bash", "zsh", "fish"]))")
+            }
+            return .completions(which)
         case "help":
             try atMost(1, rest, spec)
             guard let topic = rest.first else { return .help(nil) }

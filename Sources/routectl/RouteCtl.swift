@@ -27,6 +27,14 @@ enum RouteCtl {
         switch invocation.command {
         case let .help(topic):
             return write(Help.text(for: topic))
+        case let .completions(shell):
+            return write(Completions.script(shell))
+        case let .completionIds(kind):
+            // For the completion scripts: quietly nothing when no server answers.
+            guard let snapshot = try? ServerAccess.snapshot(options) else { return .ok }
+            let status = Status(snapshot: snapshot)
+            let ids = kind == .outputs ? status.outputs.map(\.id) : status.inputs.map(\.id)
+            return write(ids.map { $0 + "\n" }.joined())
         case .version:
             return write(options.json
                 ? JSON.object([("routectl", .string(Help.version)), ("libpulse_compiled", .string(PulseLibrary.headersVersion)),
@@ -65,7 +73,8 @@ enum RouteCtl {
         case .dump:
             // A bug report is one file: the server's state and routectl's own (DESIGN.md §4).
             var snapshot = try ServerAccess.snapshot(options)
-            snapshot.routectl = try preferences(for: snapshot, options)
+            // As stored: a dump changes nothing, not even an override a device change made stale.
+            if options.snapshot == nil { snapshot.routectl = try State.preferences(State.store(), current: nil, quiet: true) }
             return write(snapshot.json.text + "\n")
         }
     }

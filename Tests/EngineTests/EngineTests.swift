@@ -192,6 +192,26 @@ import Testing
     }
 }
 
+@Suite struct DepartureTests {
+    /// WirePlumber moves the default off a sleeping monitor a notification before pipewire-pulse
+    /// reports its port gone: still the monitor's departure, not another client's pick.
+    @Test func aMonitorReportedGoneJustAfterTheDefaultLeftIt() throws {
+        let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        var onHDMI = try fixture("sim/pipewire-all")
+        onHDMI.server.defaultSinkName = hdmi
+        var moved = onHDMI
+        moved.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
+        let gone = moved.jack(hdmi, "hdmi-output-0", .unavailable)
+        for apply in [false, true] {
+            let server = FakeServer(onHDMI)
+            server.script = [.change(moved), .change(gone)]
+            let events = try WatchTests().run(server, FakeStore(), apply: apply)
+            #expect(WatchTests().routes(events) == ["unknown initial", "speaker (was unknown) old-device-unavailable"], "apply: \(apply)")
+            #expect(server.applied.isEmpty)
+        }
+    }
+}
+
 extension Snapshot {
     func jack(_ sink: String, _ port: String, _ availability: PortAvailability) -> Snapshot {
         var s = self

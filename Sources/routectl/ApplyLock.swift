@@ -1,0 +1,34 @@
+import Glibc
+import Routing
+
+/// One `watch --apply` per user session: an flock on a file in the runtime dir that holds the pid.
+enum ApplyLock {
+    /// Whether a `watch --apply` holds the lock now: its pid, recorded in the lock file, is a live
+    /// routectl. Asking flock would take the lock for a moment and could turn a starting watcher away.
+    static func isHeld(_ store: StateStore) -> Bool {
+        guard let path = store.overrideFile?.replacingSuffix("override.json", with: "apply.lock"),
+              let bytes = try? FileIO.read(path), let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingNewline),
+              pid > 0, kill(pid, 0) == 0 || errno == EPERM,
+              let comm = try? FileIO.read("/proc/\(pid)/comm") else { return false }
+        return String(decoding: comm, as: UTF8.self).hasPrefix("routectl")
+    }
+
+    static func acquire(_ store: StateStore) throws(Failure) -> FileLock {
+        guard let overrideFile = store.overrideFile else {
+            throw Failure(status: .stateFile, message: "$XDG_RUNTIME_DIR: not set; 'watch --apply' keeps its lock in the runtime directory")
+        }
+        // Taking (and dropping) the override's lock creates routectl's runtime dir and checks its owner.
+        do { _ = try store.lockOverride() } catch { throw State.failure(error) }
+        let path = overrideFile.replacingSuffix("override.json", with: "apply.lock")
+        do {
+            let lock = try FileLock(path, wait: false)
+            lock.record("\(getpid())\n")
+            return lock
+        } catch where error.errno == EWOULDBLOCK {
+            let pid = (try? FileIO.read(path)).map { String(decoding: $0, as: UTF8.self).trimmingNewline } ?? ""
+            throw Failure(status: .failed, message: "Another 'routectl watch --apply' is running (pid \(pid.isEmpty ? "unknown" : pid)); one per session.")
+        } catch {
+            throw Failure(status: .stateFile, message: "\(path): cannot lock: \(error)")
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Engine
+import Pulse
+import Routing
+
+/// `routectl clear`: drop the override and let the rules decide; the report `set` and `clear` share.
+extension RouteCommands {
+    // MARK: clear
+
+    static func clear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let store = State.store()
+        let (lock, persistent, _) = try lockedState(store)
+        defer { withExtendedLifetime(lock) {} }
+        let connection = try ServerAccess.connect(options)
+        // Without the override the rules decide: an external device in use keeps the sound (rule 2);
+        // else the most recently connected one (headphones a forced speaker was playing over), else the default.
+        let before = try onServer { try connection.snapshot(timeout: options.timeout) }
+        let status = Status(snapshot: before)
+        var request = RouteRequest(target: persistent.defaultTarget)
+        if status.output.map({ !$0.route.isExternal || !$0.isAvailable }) ?? true {
+            let choice = Policy.choice(status, PolicyState(status: status), defaultTarget: persistent.defaultTarget)
+            request = RouteRequest(target: choice.target, device: choice.device)
+        }
+        let result = try route(connection, request,
+                               preferredInput: persistent.preferredInput, timeout: options.timeout, from: before)
+        do { try store.removeOverride() } catch { throw State.failure(error) }
+        let preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput)
+        return try report(result, preferences, options, command: "clear")
+    }
+
+    /// Prints the route read back and the notes the rules call for; picks the exit status.
+    static func report(_ result: Result, _ preferences: Preferences, _ options: GlobalOptions, command: String) throws(Failure) -> ExitStatus {
+        let status = result.status
+        let target = preferences.effectiveTarget
+        var applied = true
+        var reason: String?
+        var note: String?
+        var exit = ExitStatus.ok
+        switch result.plan.outcome {
+        case let .externalKeepsPriority(output):
+            applied = false
+            reason = "external-device-active"
+            note = "\(output.route.rawValue) output '\(output.id)' keeps priority; the \(target.rawValue) target applies when it is disconnected (--force switches now)"
+        case let .fellBack(from):
+            reason = "no-\(from.route.rawValue)-output"
+            exit = .fellBack
+            if status.route == .speaker {
+                note = "no \(from.route.rawValue) output here; fell back to the speaker (the preference is recorded)"
+            } else if status.route.isExternal, let output = status.output {
+                note = "no \(from.route.rawValue) output here; \(output.route.rawValue) output '\(output.id)' keeps the sound (the preference is recorded)"
+            } else {
+                note = "no \(from.route.rawValue) output here and no speaker to fall back to (the preference is recorded)"
+            }
+        case .switchTo:
+            // Honest reporting: the read-back, not the acknowledgement, says whether it worked.
+            do { try RouteApplier.verify(result) } catch { throw Failure.from(error) }
+        }
+        if let note, !options.quiet { Console.err("routectl: note: \(note)\n") }
+        if options.json {
+            let object = JSON.object([
+                ("route", .string(status.route.rawValue)),
+                ("target", .string(target.rawValue)),
+                ("override", preferences.override.map { .string($0.rawValue) } ?? .null),
+                ("default", .string(preferences.defaultTarget.rawValue)),
+                ("applied", .bool(applied)),
+                ("fell_back", .bool(exit == .fellBack)),
+                ("reason", reason.map(JSON.string) ?? .null),
+                ("output", status.output.map(DevicesCommand.object) ?? .null),
+            ])
+            Console.out(object.text + "\n")
+        } else {
+            Console.out(Console.table([
+                ["route", status.route.rawValue],
+                ["target", target.rawValue],
+                ["override", preferences.override?.rawValue ?? "none"],
+                ["output", status.output.map { $0.id } ?? "none"],
+            ]))
+        }
+        return exit
+    }
+}

@@ -1,0 +1,70 @@
+import Engine
+import Pulse
+import Routing
+
+/// `routectl input list|set ID|clear`: the preferred microphone, by the ids `devices` prints.
+extension RouteCommands {
+    // MARK: input
+
+    static func inputList(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let snapshot = try ServerAccess.snapshot(options)
+        let preferences = try RouteCtl.preferences(for: snapshot, options)
+        let status = Status(snapshot: snapshot)
+        if options.json {
+            return RouteCtl.write(JSON.object([
+                ("preferred", preferences.preferredInput.map(JSON.string) ?? .null),
+                ("inputs", .array(status.inputs.map(DevicesCommand.object))),
+            ]).text + "\n")
+        }
+        let rows = status.inputs.map { i in
+            [(i.isDefault ? "*" : " ") + (i.id == preferences.preferredInput || i.source == preferences.preferredInput ? "P" : " "),
+             i.kind.rawValue, i.availability.isUsable ? "yes" : "no", i.id, i.description]
+        }
+        var out = rows.isEmpty ? "no inputs\n" : Console.table([["", "KIND", "AVAILABLE", "ID", "DESCRIPTION"]] + rows)
+        if let preferred = preferences.preferredInput, !status.inputs.contains(where: { $0.id == preferred || $0.source == preferred }) {
+            out += "preferred input '\(preferred)' is not connected; it is used again when it returns\n"
+        }
+        return RouteCtl.write(out)
+    }
+
+    static func inputSet(_ id: String, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let store = State.store()
+        let lock: FileLock
+        var persistent: PersistentState
+        do {
+            lock = try store.lockPersistent()
+            persistent = try store.loadPersistent()
+        } catch {
+            throw State.failure(error)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let connection = try ServerAccess.connect(options)
+        let (snapshot, input): (Snapshot, Input) = try onServer {
+            let before = try connection.snapshot(timeout: options.timeout)
+            let status = Status(snapshot: before)
+            guard let input = status.inputs.first(where: { $0.id == id }) ?? status.inputs.first(where: { $0.source == id }) else {
+                let names = status.inputs.map(\.id)
+                throw Failure(status: .failed, message: "No input named '\(id)'.\(ArgumentParser.suggestion(id, names)) See 'routectl input list'.")
+            }
+            let after = try connection.apply(Planner.sourceActions(input, before), timeout: max(options.timeout, settleSeconds)) {
+                Status(snapshot: $0).inputs.contains { $0.id == input.id && $0.isDefault }
+            }
+            return (after, input)
+        }
+        guard Status(snapshot: snapshot).inputs.contains(where: { $0.id == input.id && $0.isDefault }) else {
+            throw Failure(status: .failed, message: "The server did not make '\(input.id)' the default input; it is '\(snapshot.server.defaultSourceName ?? "none")'")
+        }
+        persistent.preferredInput = input.id
+        do { try store.savePersistent(persistent) } catch { throw State.failure(error) }
+        return RouteCtl.write(options.json ? JSON.object([("preferred", .string(input.id))]).text + "\n" : "preferred    \(input.id)\n")
+    }
+
+    static func inputClear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        do {
+            try State.store().updatePersistent { $0.preferredInput = nil }
+        } catch {
+            throw State.failure(error)
+        }
+        return RouteCtl.write(options.json ? #"{"preferred":null}"# + "\n" : "preferred    none\n")
+    }
+}

@@ -1,0 +1,43 @@
+import Engine
+import Pulse
+import Routing
+
+/// `routectl set TARGET [--force] [--device ID]`: the temporary override, applied and read back.
+extension RouteCommands {
+    // MARK: set
+
+    static func set(_ request: RouteRequest, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let store = State.store()
+        // Concurrent `set`s run one after another and the last one's override stands.
+        let (lock, persistent, previous) = try lockedState(store)
+        defer { withExtendedLifetime(lock) {} }
+        let connection = try ServerAccess.connect(options)
+        // Without a microphone to choose, an output route needs no sources (hundreds of monitors).
+        let light = persistent.preferredInput == nil && !request.target.route.isExternal
+        let before = try onServer { try connection.snapshot(timeout: options.timeout, parts: light ? .outputs : .all) }
+        // The intent is recorded before acting, so a watcher that sees the switch knows it is routectl's
+        // own (reason `override`); a failure puts the previous override back.
+        var record = OverrideRecord(target: request.target, device: request.device, setAt: State.now(),
+                                    externals: Status(snapshot: before).externalKeys)
+        do { try store.saveOverride(record) } catch { throw State.failure(error) }
+        let result: Result
+        do {
+            result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
+                               from: before, lightReadBack: light)
+        } catch {
+            do {
+                if let previous { try store.saveOverride(previous) } else { try store.removeOverride() }
+            } catch let stateError {
+                throw State.failure(stateError)
+            }
+            throw error
+        }
+        if result.status.externalKeys != record.externals {
+            record.externals = result.status.externalKeys
+            do { try store.saveOverride(record) } catch { throw State.failure(error) }
+        }
+        let preferences = Preferences(defaultTarget: persistent.defaultTarget, override: request.target,
+                                      preferredInput: persistent.preferredInput)
+        return try report(result, preferences, options, command: "set")
+    }
+}
