@@ -130,7 +130,21 @@ unplug sim-headset
 default_is sim-speaker
 wait_for "sim-speaker muted" sh -c '[ "$(pactl get-sink-mute sim-speaker)" = "Mute: yes" ]'
 expect_eq "fallback to the speaker: muted" "Mute: yes" "$(pactl get-sink-mute sim-speaker)"
+expect_eq "fallback to the speaker: query muted says so" yes "$(rc query muted)"
+plug headset sim-headset
+default_is sim-headset
+wait_for "sim-speaker unmuted" sh -c '[ "$(pactl get-sink-mute sim-speaker)" = "Mute: no" ]'
+expect_eq "the headset back: what routectl muted is unmuted" "Mute: no" "$(pactl get-sink-mute sim-speaker)"
+unplug sim-headset
+default_is sim-speaker
+wait_for "sim-speaker muted again" sh -c '[ "$(pactl get-sink-mute sim-speaker)" = "Mute: yes" ]'
 stop_watch
+pactl set-sink-mute sim-earpiece 1
+rc set earpiece --force >/dev/null
+expect_eq "set --force: what routectl muted is unmuted" "Mute: no" "$(pactl get-sink-mute sim-speaker)"
+expect_eq "set --force: what the user muted stays muted" "Mute: yes" "$(pactl get-sink-mute sim-earpiece)"
+pactl set-sink-mute sim-earpiece 0
+rc clear >/dev/null
 pactl set-sink-mute sim-speaker 0
 
 echo "-- wait: returns on a plug, times out otherwise"

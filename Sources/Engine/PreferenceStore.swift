@@ -14,6 +14,8 @@ public protocol PreferenceStore: AnyObject {
     func loadIntent() -> RouteIntent?
     /// Whether a `watch --apply` in another process keeps the rules now.
     var policyRunning: Bool { get }
+    /// The sink `--mute-on-fallback` muted, so that only it is unmuted later (nil: none).
+    var mutedByRoutectl: String? { get set }
 }
 
 /// The clocks the Engine reads, injectable so tests can run time forward.

@@ -20,6 +20,11 @@ public struct RouteApplier {
     public struct Result: Sendable {
         public var snapshot: Snapshot
         public var plan: Plan
+
+        public init(snapshot: Snapshot, plan: Plan) {
+            self.snapshot = snapshot
+            self.plan = plan
+        }
         public var status: Status { Status(snapshot: snapshot) }
     }
 
@@ -81,6 +86,18 @@ public struct RouteApplier {
         }
         guard let sink = snapshot.defaultSink, sink.name == output.sink else { return false }
         return output.port == nil || sink.activePort == output.port
+    }
+
+    /// Unmutes the sink `--mute-on-fallback` muted, if it still is, and forgets it; routectl never
+    /// unmutes what someone else muted.
+    public static func unmuteWhatRoutectlMuted(_ server: any AudioServer, _ store: (any PreferenceStore)?, _ snapshot: Snapshot,
+                                               timeout: Double) throws -> Snapshot {
+        guard let store, let sink = store.mutedByRoutectl else { return snapshot }
+        store.mutedByRoutectl = nil
+        guard snapshot.sinks.first(where: { $0.name == sink })?.mute == true else { return snapshot }
+        return try server.apply([.setSinkMute(sink: sink, mute: false)], timeout: timeout) { s in
+            s.sinks.first { $0.name == sink }?.mute == false
+        }
     }
 
     /// Honest reporting (rule 6): a plan to switch that the read-back does not show is a failure.

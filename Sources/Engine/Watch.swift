@@ -140,6 +140,10 @@ public struct Watch {
                 after = try server.apply([.setSinkMute(sink: sink, mute: true)], timeout: timeout) { s in
                     s.sinks.first { $0.name == sink }?.mute == true
                 }
+                store.mutedByRoutectl = sink
+            } else if result.status.route.isExternal {
+                // The device came back: what --mute-on-fallback muted is unmuted (only that).
+                after = try RouteApplier.unmuteWhatRoutectlMuted(server, store, after, timeout: timeout)
             }
         }
         if let input = decision.restoreInput {

@@ -164,6 +164,26 @@ public struct StateStore: Sendable {
         do { try FileIO.remove(path) } catch { throw StateError(path: path, problem: "cannot remove: \(error)") }
     }
 
+    // MARK: Muted by routectl
+
+    var mutedFile: String? { runtimeDir.map { "\($0)/routectl/muted.json" } }
+
+    /// The sink `--mute-on-fallback` muted, if any. Advisory like the intent: unreadable is none.
+    public func loadMuted() -> String? {
+        guard let path = mutedFile, let json = try? readJSON(path) else { return nil }
+        return try? Reader(value: json, path: "").optionalString("sink")
+    }
+
+    public func saveMuted(_ sink: String?) throws(StateError) {
+        guard let path = mutedFile else { return }
+        guard let sink else {
+            do { try FileIO.remove(path) } catch where error.errno == ENOENT {} catch { throw StateError(path: path, problem: "cannot remove: \(error)") }
+            return
+        }
+        try prepareDirectory(FileIO.directory(of: path), isRuntime: true)
+        try write(path, JSON.object([("version", .int(1)), ("sink", .string(sink))]))
+    }
+
     // MARK: Intent
 
     var intentFile: String? { runtimeDir.map { "\($0)/routectl/intent.json" } }

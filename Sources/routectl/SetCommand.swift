@@ -20,7 +20,7 @@ extension RouteCommands {
         var record = OverrideRecord(target: request.target, device: request.device, setAt: State.now(),
                                     externals: Status(snapshot: before).externalKeys)
         do { try store.saveOverride(record) } catch { throw State.failure(error) }
-        let result: Result
+        var result: Result
         do {
             result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
                                from: before, lightReadBack: light)
@@ -31,6 +31,13 @@ extension RouteCommands {
                 throw State.failure(stateError)
             }
             throw error
+        }
+        if case .switchTo = result.plan.outcome, request.force, store.loadMuted() != nil {
+            // The user forced a route: what --mute-on-fallback muted is unmuted (only that).
+            let unmuted = try onServer {
+                try RouteApplier.unmuteWhatRoutectlMuted(connection, StatePreferences(store), result.snapshot, timeout: options.timeout)
+            }
+            result = RouteApplier.Result(snapshot: unmuted, plan: result.plan)
         }
         if result.status.externalKeys != record.externals {
             record.externals = result.status.externalKeys

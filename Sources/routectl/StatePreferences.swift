@@ -31,6 +31,12 @@ final class StatePreferences: PreferenceStore {
     func loadIntent() -> RouteIntent? { store.loadIntent() }
 
     var policyRunning: Bool { ApplyLock.isHeld(store) }
+
+    /// Kept in the runtime dir (`muted.json`): gone at logout, like the mute it remembers.
+    var mutedByRoutectl: String? {
+        get { store.loadMuted() }
+        set { try? store.saveMuted(newValue) }
+    }
 }
 
 @available(*, unavailable)

@@ -114,6 +114,7 @@ final class FakeStore: PreferenceStore {
     var record: OverrideRecord?
     var intents: [RouteIntent] = []
     var policyRunning = false
+    var mutedByRoutectl: String?
     var corrupt = false
 
     struct Corrupt: Error {}
