@@ -143,6 +143,27 @@ run_rc "$routectl" --server "$long" query
 expect_rc "a 16,000-byte --server: exit 2, not libpulse's abort" 2
 expect_eq "a 16,000-byte --server: one line" "routectl: The value for '--server' is invalid: a server address is at most 1024 bytes, without control characters. See 'routectl --help'." "$err"
 
+echo "-- every JSON key routectl prints is documented in routectl(1)"
+json_section=$(sed -n '/^\.SH JSON/,/^\.SH EXIT STATUS/p' "$root/man/routectl.1" | grep '^\.B' | tr -d '\\')
+for source in "--json query" "--json devices" "--json input list" "--json set speaker" "--json default"; do
+	# shellcheck disable=SC2086
+	for key in $(rc $source 2>/dev/null | python3 -c '
+import json, sys
+def walk(v):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield k
+            if k != "available": yield from walk(x)
+    elif isinstance(v, list):
+        for x in v: yield from walk(x)
+print(" ".join(sorted(set(walk(json.load(sys.stdin))))))'); do
+		if printf '%s\n' "$json_section" | grep -qE "(^|[ \"])$key([ \",]|$)"; then ok "routectl $source: '$key' documented"; else
+			not_ok "routectl $source: '$key' is not in routectl(1)'s JSON section"
+		fi
+	done
+done
+rc clear >/dev/null 2>&1 || true
+
 echo "-- --snapshot answers from the dump alone, live state untouched"
 rc default earpiece >/dev/null
 rc dump >"$dir/state-dump.json"
