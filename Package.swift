@@ -11,16 +11,20 @@ let package = Package(
         // No pkgConfig: libpulse.pc's "-D_REENTRANT -pthread" make SwiftPM warn on every build, and
         // the header and library are on the default paths wherever libpulse-dev is installed.
         .systemLibrary(name: "CPulse"),
-        // The model, the classifier and the policy: pure Swift, no C types, no printing.
+        // The model, the classifier and the policy: pure Swift, no C, no file I/O, no printing.
         .target(name: "Routing"),
+        // The state files: atomic writes, locks, permissions, bounded reads. Glibc lives here, not in Routing.
+        .target(name: "Store", dependencies: ["Routing"]),
         // The libpulse adapter: the only importer of CPulse.
         .target(name: "Pulse", dependencies: ["CPulse", "Routing"]),
-        .executableTarget(name: "routectl", dependencies: ["Routing", "Pulse"]),
+        .executableTarget(name: "routectl", dependencies: ["Routing", "Store", "Pulse"]),
         .testTarget(
             name: "RoutingTests",
-            dependencies: ["Routing"],
+            // Store only to read the fixture files.
+            dependencies: ["Routing", "Store"],
             exclude: ["Fixtures"]
         ),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Routing"]),
     ],
     swiftLanguageModes: [.v6]
 )

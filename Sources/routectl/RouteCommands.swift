@@ -1,5 +1,6 @@
 import Pulse
 import Routing
+import Store
 
 /// `set`, `clear`, `default` and `input`: the commands that change routing.
 enum RouteCommands {

@@ -1,6 +1,7 @@
 import Glibc
 import Pulse
 import Routing
+import Store
 
 /// `routectl watch [--apply [--mute-on-fallback]]` and `routectl wait ROUTE`.
 ///
