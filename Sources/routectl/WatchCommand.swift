@@ -28,6 +28,7 @@ struct Watcher {
     var recentlyAdded: [String: Double] = [:]
 
     static func run(_ options: GlobalOptions, apply: Bool, muteOnFallback: Bool) throws(Failure) -> ExitStatus {
+        if apply { try State.validate() }
         let lock = apply ? try ApplyLock.acquire(State.store()) : nil
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
