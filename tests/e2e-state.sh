@@ -141,6 +141,12 @@ run_rc timeout 5 "$routectl" watch --apply
 expect_rc "corrupt override.json: watch --apply exits 5 at once" 5
 expect_match "corrupt override.json: watch --apply names the path" "$override" "$err"
 
+rm -f "$override" "$run_dir/apply.lock"
+ln -s "$outside/apply-target" "$run_dir/apply.lock"
+run_rc timeout 5 "$routectl" watch --apply
+expect_rc "symlinked apply.lock: watch --apply exits 5 at once" 5
+expect_eq "symlinked apply.lock: nothing created through it" no "$([ -e "$outside/apply-target" ] && echo yes || echo no)"
+
 echo "-- 20 concurrent writers leave a valid file"
 fresh
 printf '{"version":1,"default":"speaker","keep_me":true}\n' | { mkdir -p -m 700 "$state_dir"; cat >"$state"; }
