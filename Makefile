@@ -50,7 +50,7 @@ unit: deps
 	$(SWIFT) test
 
 E2E := for server in pulseaudio pipewire; do \
-		tests/e2e.sh $$server $(BIN) && tests/e2e-control.sh $$server $(BIN) && \
+		tests/e2e.sh $$server $(BIN) && tests/e2e-control.sh $$server $(BIN) && tests/e2e-state.sh $$server $(BIN) && \
 		tests/e2e-watch.sh $$server $(BIN) && tests/e2e-cards.sh $$server $(BIN) && \
 		tests/e2e-pulse.sh $$server $(BIN) || exit 1; done
 

@@ -11,21 +11,25 @@ let package = Package(
         // No pkgConfig: libpulse.pc's "-D_REENTRANT -pthread" make SwiftPM warn on every build, and
         // the header and library are on the default paths wherever libpulse-dev is installed.
         .systemLibrary(name: "CPulse"),
-        // The model, the classifier and the policy: pure Swift, no C types, no printing.
+        // The model, the classifier and the policy: pure Swift, no C, no file I/O, no printing.
         .target(name: "Routing"),
+        // The state files: atomic writes, locks, permissions, bounded reads. Glibc lives here, not in Routing.
+        .target(name: "Store", dependencies: ["Routing"]),
         // The libpulse adapter: the only importer of CPulse.
         .target(name: "Pulse", dependencies: ["CPulse", "Routing"]),
         // The orchestration every command shares, written against AudioServer and PreferenceStore.
         .target(name: "Engine", dependencies: ["Routing"]),
-        .executableTarget(name: "routectl", dependencies: ["Routing", "Engine", "Pulse"]),
+        .executableTarget(name: "routectl", dependencies: ["Routing", "Engine", "Store", "Pulse"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "Routing"]),
         .testTarget(
             name: "RoutingTests",
-            dependencies: ["Routing"],
+            // Store only to read the fixture files.
+            dependencies: ["Routing", "Store"],
             exclude: ["Fixtures"]
         ),
         // The libpulse adapter's bookkeeping that needs no server (request replies, errors).
         .testTarget(name: "PulseTests", dependencies: ["Pulse", "Routing"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Routing"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Glibc
 import Routing
+import Store
 
 /// One `watch --apply` per user session: an flock on a file in the runtime dir that holds the pid.
 enum ApplyLock {

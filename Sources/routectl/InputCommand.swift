@@ -1,6 +1,7 @@
 import Engine
 import Pulse
 import Routing
+import Store
 
 /// `routectl input list|set ID|clear`: the preferred microphone, by the ids `devices` prints.
 extension RouteCommands {

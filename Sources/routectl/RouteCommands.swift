@@ -1,6 +1,7 @@
 import Engine
 import Pulse
 import Routing
+import Store
 
 /// What `set`, `clear`, `default`, `input` and `watch` share: server errors as failures, the locked
 /// state, and the route applied through the Engine. Each command lives in its own file.

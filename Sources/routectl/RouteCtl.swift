@@ -1,6 +1,7 @@
 import Glibc
 import Pulse
 import Routing
+import Store
 
 /// The entry point: parse, run one command, render, choose the exit status.
 enum RouteCtl {
@@ -129,7 +130,7 @@ enum ServerAccess {
     static func read(snapshotFile path: String) throws(Failure) -> Snapshot {
         let bytes: [UInt8]
         do {
-            bytes = try FileIO.read(path)
+            bytes = try FileIO.read(path, limit: FileIO.snapshotLimit, followLinks: true)
         } catch {
             throw Failure(status: .failed, message: "Cannot read snapshot '\(path)': \(error)")
         }

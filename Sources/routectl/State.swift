@@ -1,18 +1,18 @@
-import Glibc
 import Routing
+import Store
 
 /// Where routectl's state lives for this user, and the preferences read from it.
 enum State {
-    static func store() -> StateStore {
-        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
-        var home = env("HOME")
-        if home == nil, let pw = getpwuid(getuid()), let dir = pw.pointee.pw_dir { home = String(cString: dir) }
-        let stateHome = env("XDG_STATE_HOME") ?? "\(home ?? "/")/.local/state"
-        return StateStore(stateHome: stateHome, runtimeDir: env("XDG_RUNTIME_DIR"))
-    }
+    static func store() -> StateStore { StateStore.forCurrentUser() }
 
     static func failure(_ error: StateError) -> Failure {
         Failure(status: .stateFile, message: error.description)
+    }
+
+    /// Fails (exit 5, naming the path) unless every state file a long-running command relies on
+    /// reads, so `watch --apply` stops at start instead of at its first change.
+    static func validate(_ store: StateStore = store()) throws(Failure) {
+        do { try store.validate() } catch { throw failure(error) }
     }
 
     /// The preferences, with an override that a plug or unplug made stale cleared (and said so once).
@@ -33,20 +33,18 @@ enum State {
     static func currentOverride(_ store: StateStore, _ status: Status?, quiet: Bool) throws(StateError) -> OverrideRecord? {
         guard let record = try store.loadOverride() else { return nil }
         guard let status, let cause = record.staleness(currentExternals: status.externalKeys) else { return record }
-        let lock = try store.lockOverride()
-        defer { withExtendedLifetime(lock) {} }
-        // Another routectl may have replaced or cleared it meanwhile: decide on what is there now.
-        guard let fresh = try store.loadOverride(), fresh == record else { return try store.loadOverride() }
-        try store.removeOverride()
-        if !quiet { Console.err("routectl: note: override '\(record.target.rawValue)' cleared: \(cause)\n") }
-        return nil
+        return try store.withOverrideLock { () throws(StateError) -> OverrideRecord? in
+            // Another routectl may have replaced or cleared it meanwhile: decide on what is there now.
+            guard let fresh = try store.loadOverride(), fresh == record else { return try store.loadOverride() }
+            try store.removeOverride()
+            if !quiet { Console.err("routectl: note: override '\(record.target.rawValue)' cleared: \(cause)\n") }
+            return nil
+        }
     }
 
-    static func now() -> Int64 { Int64(time(nil)) }
+    /// Seconds since the epoch (when an override was set).
+    static func now() -> Int64 { Clock.realtimeSeconds() }
 
-    static func nowMilliseconds() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
+    /// Milliseconds since the epoch (an intent's time, compared across processes).
+    static func nowMilliseconds() -> Int64 { Clock.realtimeMilliseconds() }
 }

@@ -2,6 +2,7 @@ import Engine
 import Pulse
 import Glibc
 import Routing
+import Store
 
 /// The Engine's view of routectl's state files.
 final class StatePreferences: PreferenceStore {

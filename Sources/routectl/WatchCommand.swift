@@ -2,17 +2,18 @@ import Glibc
 import Engine
 import Pulse
 import Routing
+import Store
 
 /// `routectl watch [--apply [--mute-on-fallback]]`: the front end of `Engine.Watch`: the lock, the
 /// connection, signals, and the rendering of each event as one flushed line.
 enum WatchCommand {
     static func run(_ options: GlobalOptions, apply: Bool, muteOnFallback: Bool) throws(Failure) -> ExitStatus {
+        // A state file that cannot be read ends --apply at once (exit 5), not at the first change.
+        if apply { try State.validate() }
         let store = State.store()
         let lock = apply ? try ApplyLock.acquire(store) : nil
         defer { withExtendedLifetime(lock) {} }
         let preferences = StatePreferences(store)
-        // A state file that cannot be read ends --apply at once (exit 5), not at the first change.
-        if apply { do { _ = try preferences.preferences() } catch { throw Failure.from(.state(error)) } }
         let connection = try ServerAccess.connect(options)
         connection.stopOnSignalsAndClosedOutput()
         let snapshot: Snapshot

@@ -1,5 +1,6 @@
 import Glibc
 import Routing
+import Store
 import Testing
 
 /// The man page against the code: every route-change reason and event type routectl can print is

@@ -1,4 +1,5 @@
 import Routing
+import Store
 import Testing
 
 /// Loads a dump from Fixtures/ beside this file.

@@ -1,0 +1,57 @@
+/// The values routectl keeps between runs, as plain Swift: Store reads and writes them
+/// (Sources/Store), the rules and the commands use them.
+
+/// The temporary override as stored: the target, when it was set, and the external outputs present
+/// then, so that a plug or unplug since then clears it even when nothing was watching.
+public struct OverrideRecord: Equatable, Sendable {
+    public var target: RouteTarget
+    public var device: String?
+    public var setAt: Int64
+    public var externals: [String]
+
+    public init(target: RouteTarget, device: String? = nil, setAt: Int64, externals: [String]) {
+        self.target = target
+        self.device = device
+        self.setAt = setAt
+        self.externals = externals.sorted()
+    }
+
+    /// Why the override no longer holds, or nil while the same external outputs are present.
+    public func staleness(currentExternals: [String]) -> String? {
+        let then = Set(externals), now = Set(currentExternals)
+        if then == now { return nil }
+        if let added = now.subtracting(then).sorted().first { return "'\(added)' was connected" }
+        return "'\(then.subtracting(now).sorted().first!)' was disconnected"
+    }
+}
+
+/// What routectl itself is about to do to the route, written before it acts, so that a watcher that
+/// sees the switch reports routectl's reason (`override`, or the device change `watch --apply`
+/// answered) instead of taking it for another client's (`route-configuration-change`).
+public struct RouteIntent: Equatable, Sendable {
+    /// The id of the output the route is being moved to.
+    public var output: String
+    public var reason: RouteChangeReason
+    /// When, in milliseconds of the real-time clock.
+    public var at: Int64
+    /// The command has finished (read the route back, or given up).
+    public var done: Bool
+
+    public init(output: String, reason: RouteChangeReason, at: Int64, done: Bool = false) {
+        self.output = output
+        self.reason = reason
+        self.at = at
+        self.done = done
+    }
+}
+
+/// The persistent layer: kept across reboots.
+public struct PersistentState: Equatable, Sendable {
+    public var defaultTarget: RouteTarget
+    public var preferredInput: String?
+
+    public init(defaultTarget: RouteTarget = .speaker, preferredInput: String? = nil) {
+        self.defaultTarget = defaultTarget
+        self.preferredInput = preferredInput
+    }
+}

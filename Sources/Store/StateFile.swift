@@ -1,0 +1,236 @@
+import Glibc
+import Routing
+
+/// A state file that cannot be read, parsed or written (routectl's exit status 5). It names the path.
+public struct StateError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var path: String
+    public var problem: String
+    public var description: String { "\(path): \(problem)" }
+
+    public init(path: String, problem: String) {
+        self.path = path
+        self.problem = problem
+    }
+}
+
+/// A value kept in one of routectl's JSON state files: how it reads from and writes to the file's
+/// members. `version` and any member the type does not know are the file's business (StateFile).
+public protocol StateRecord: Sendable {
+    /// What the file is, in messages: "state", "override".
+    static var fileKind: String { get }
+    /// The newest file version this routectl reads and writes; a newer file is refused.
+    static var version: Int64 { get }
+    init(fields: Fields) throws(FieldError)
+    /// The members this type writes, in order (never `version`).
+    var fields: [(String, JSON)] { get }
+}
+
+extension StateRecord {
+    public static var version: Int64 { 1 }
+}
+
+/// A member of a state file that is missing or of the wrong kind.
+public struct FieldError: Error, Sendable, CustomStringConvertible {
+    public var key: String
+    public var problem: String
+    public var description: String { key.isEmpty ? problem : "\(key): \(problem)" }
+
+    public init(key: String, problem: String) {
+        self.key = key
+        self.problem = problem
+    }
+}
+
+/// The members of a state file's top-level object, read by name.
+public struct Fields: Sendable {
+    public let json: JSON
+
+    public func string(_ key: String) throws(FieldError) -> String {
+        guard let s = try optionalString(key) else { throw FieldError(key: key, problem: "missing") }
+        return s
+    }
+
+    /// A string member; absent or null is nil.
+    public func optionalString(_ key: String) throws(FieldError) -> String? {
+        guard let value = json[key], !value.isNull else { return nil }
+        guard let s = value.stringValue else { throw FieldError(key: key, problem: "expected a string") }
+        return s
+    }
+
+    /// An array of strings; absent or null is empty.
+    public func strings(_ key: String) throws(FieldError) -> [String] {
+        guard let value = json[key], !value.isNull else { return [] }
+        guard let items = value.arrayValue else { throw FieldError(key: key, problem: "expected an array") }
+        var strings: [String] = []
+        for (i, item) in items.enumerated() {
+            guard let s = item.stringValue else { throw FieldError(key: "\(key)[\(i)]", problem: "expected a string") }
+            strings.append(s)
+        }
+        return strings
+    }
+
+    public func optionalInt(_ key: String) throws(FieldError) -> Int64? {
+        guard let value = json[key], !value.isNull else { return nil }
+        guard let i = value.intValue else { throw FieldError(key: key, problem: "expected an integer") }
+        return i
+    }
+
+    public func optionalBool(_ key: String) throws(FieldError) -> Bool? {
+        guard let value = json[key], !value.isNull else { return nil }
+        guard let b = value.boolValue else { throw FieldError(key: key, problem: "expected true or false") }
+        return b
+    }
+}
+
+/// One of routectl's state files, holding one `Record`: read bounded and without following links,
+/// written atomically, versioned, and rewritten with the members a newer routectl added kept.
+public struct StateFile<Record: StateRecord>: Sendable {
+    public let path: String
+    /// The routectl directory it lives in, checked before every read and write.
+    let directory: StateDirectory
+
+    init(_ name: String, in directory: StateDirectory) {
+        self.path = "\(directory.path)/\(name)"
+        self.directory = directory
+    }
+
+    /// The record, or nil when there is none. A file that is corrupt, of a newer version, or not a
+    /// regular file is an error naming it.
+    public func load() throws(StateError) -> Record? {
+        guard try directory.check(), let object = try readObject() else { return nil }
+        do {
+            return try Record(fields: Fields(json: object))
+        } catch {
+            throw StateError(path: path, problem: "not a routectl \(Record.fileKind) file (\(error)); fix or remove it")
+        }
+    }
+
+    /// Writes `record`, keeping the members of the file on disk that this routectl does not know
+    /// (a newer one's). A file it cannot read, or of a newer version, is left alone: an error.
+    /// Callers hold the file's lock (`withLock`) when what they write depends on what they read.
+    public func save(_ record: Record) throws(StateError) {
+        try directory.prepare()
+        let fields = record.fields
+        var members: [(String, JSON)] = [("version", .int(Record.version))] + fields
+        if let existing = try readObject()?.objectValue {
+            let known = Set(fields.map(\.0) + ["version"])
+            members += existing.filter { !known.contains($0.0) }
+        }
+        do {
+            try FileIO.writeAtomically(path, Array((JSON.object(members).text + "\n").utf8))
+        } catch {
+            throw StateError(path: path, problem: "cannot write: \(error)")
+        }
+    }
+
+    /// Removes the file; one that is not there is not an error.
+    public func remove() throws(StateError) {
+        guard try directory.check() else { return }
+        do { try FileIO.remove(path) } catch { throw StateError(path: path, problem: "cannot remove: \(error)") }
+    }
+
+    /// Takes the file's lock (`NAME.lock` beside it), creating the directory if needed.
+    public func lock() throws(StateError) -> FileLock {
+        try directory.prepare()
+        do {
+            return try FileLock(path + ".lock")
+        } catch {
+            throw StateError(path: path + ".lock", problem: "cannot lock: \(error)")
+        }
+    }
+
+    /// Runs `body` under the file's lock.
+    @discardableResult
+    public func withLock<T>(_ body: () throws(StateError) -> T) throws(StateError) -> T {
+        try lock().hold(body)
+    }
+
+    /// Changes the record under the lock, read fresh, so concurrent writers of different members
+    /// lose nothing; returns what was written.
+    @discardableResult
+    public func update(default initial: @autoclosure () -> Record, _ change: (inout Record) -> Void) throws(StateError) -> Record {
+        try withLock { () throws(StateError) -> Record in
+            var record = try load() ?? initial()
+            change(&record)
+            try save(record)
+            return record
+        }
+    }
+
+    /// The file's top-level object, nil when there is no file; checks it is JSON, an object, and of
+    /// a version this routectl knows.
+    func readObject() throws(StateError) -> JSON? {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileIO.read(path)
+        } catch {
+            if error.errno == ENOENT { return nil }
+            throw StateError(path: path, problem: "cannot read: \(error)")
+        }
+        let json: JSON
+        do {
+            json = try JSON.parse(bytes: bytes)
+        } catch {
+            throw StateError(path: path, problem: "not valid JSON (\(error)); fix or remove it")
+        }
+        guard json.objectValue != nil else {
+            throw StateError(path: path, problem: "not a routectl \(Record.fileKind) file (expected an object); fix or remove it")
+        }
+        if let version = json["version"], !version.isNull {
+            guard let number = version.intValue else {
+                throw StateError(path: path, problem: "not a routectl \(Record.fileKind) file (version: expected an integer); fix or remove it")
+            }
+            guard number <= Record.version else {
+                throw StateError(path: path, problem: "version \(number) is newer than this routectl knows (\(Record.version)); upgrade routectl, or remove the file to start afresh")
+            }
+        }
+        return json
+    }
+}
+
+/// A routectl directory (`$XDG_STATE_HOME/routectl`, `$XDG_RUNTIME_DIR/routectl`): created 0700,
+/// refused when it is a symlink, someone else's, or writable by group or others (DESIGN.md §4).
+struct StateDirectory: Sendable {
+    let path: String
+    /// For the runtime directory: `$XDG_RUNTIME_DIR` itself, which must exist and be the user's.
+    let runtimeParent: String?
+
+    /// Whether the directory exists; throws when it exists and cannot be trusted.
+    func check() throws(StateError) -> Bool {
+        let st: stat?
+        do { st = try FileIO.status(path, followLinks: false) } catch { throw StateError(path: path, problem: "\(error)") }
+        guard let st else { return false }
+        let uid = getuid()
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR: break
+        case S_IFLNK: throw StateError(path: path, problem: "is a symbolic link; routectl keeps its state in a directory of its own")
+        default: throw StateError(path: path, problem: "not a directory")
+        }
+        guard st.st_uid == uid else {
+            throw StateError(path: path, problem: "belongs to uid \(st.st_uid), not to you (uid \(uid)); routectl does not trust it")
+        }
+        guard st.st_mode & 0o022 == 0 else {
+            throw StateError(path: path, problem: "is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); make it 0700")
+        }
+        return true
+    }
+
+    /// Creates the directory 0700 when missing, then checks it.
+    func prepare() throws(StateError) {
+        if try check() { return }
+        if let runtimeParent {
+            let owner: UInt32?
+            do { owner = try FileIO.owner(runtimeParent) } catch { throw StateError(path: runtimeParent, problem: "\(error)") }
+            guard let owner else { throw StateError(path: runtimeParent, problem: "the runtime directory does not exist") }
+            guard owner == getuid() else {
+                throw StateError(path: runtimeParent, problem: "the runtime directory belongs to uid \(owner), not to you (uid \(getuid()))")
+            }
+        }
+        do {
+            try FileIO.makeDirectories(path)
+        } catch {
+            throw StateError(path: error.path, problem: "cannot create: \(error)")
+        }
+        _ = try check()
+    }
+}

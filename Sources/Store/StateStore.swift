@@ -1,0 +1,209 @@
+import Glibc
+import Routing
+
+/// routectl's state files (DESIGN.md §4): `state.json` under `$XDG_STATE_HOME/routectl`, the runtime
+/// files (`override.json`, `intent.json`, and later `call.json`, `decision.json`) under
+/// `$XDG_RUNTIME_DIR/routectl`. Every change is made under the file's lock, read fresh, and written
+/// atomically; a file that cannot be parsed, or of a newer version, is reported and never overwritten.
+public struct StateStore: Sendable {
+    public let persistent: StateFile<PersistentState>
+    /// nil when there is no runtime directory; commands that need the override then fail.
+    public let override: StateFile<OverrideRecord>?
+    public let intent: StateFile<RouteIntent>?
+    let stateDirectory: StateDirectory
+    let runtimeDirectory: StateDirectory?
+
+    /// - Parameters: stateHome is `$XDG_STATE_HOME` (else `~/.local/state`), runtimeDir `$XDG_RUNTIME_DIR`.
+    public init(stateHome: String, runtimeDir: String?) {
+        stateDirectory = StateDirectory(path: "\(stateHome)/routectl", runtimeParent: nil)
+        runtimeDirectory = runtimeDir.map { StateDirectory(path: "\($0)/routectl", runtimeParent: $0) }
+        persistent = StateFile("state.json", in: stateDirectory)
+        override = runtimeDirectory.map { StateFile("override.json", in: $0) }
+        intent = runtimeDirectory.map { StateFile("intent.json", in: $0) }
+    }
+
+    /// The store the XDG variables name, read through `environment`. A relative or empty
+    /// `XDG_STATE_HOME`/`XDG_RUNTIME_DIR` is ignored, as the XDG Base Directory spec says.
+    public init(environment: (String) -> String?, home: () -> String?) {
+        func absolute(_ name: String) -> String? { environment(name).flatMap { $0.hasPrefix("/") ? $0 : nil } }
+        let stateHome = absolute("XDG_STATE_HOME") ?? "\(absolute("HOME") ?? home() ?? "")/.local/state"
+        self.init(stateHome: stateHome, runtimeDir: absolute("XDG_RUNTIME_DIR"))
+    }
+
+    /// The store of the user running routectl, from the process environment (the password entry's
+    /// home when `HOME` is unset).
+    public static func forCurrentUser() -> StateStore {
+        StateStore(environment: { name in getenv(name).map { String(cString: $0) } },
+                   home: { getpwuid(getuid()).flatMap { $0.pointee.pw_dir }.map { String(cString: $0) } })
+    }
+
+    /// A runtime file of another record type (`call.json`, `decision.json`); nil without a runtime dir.
+    public func runtimeFile<Record: StateRecord>(_ name: String, of _: Record.Type = Record.self) -> StateFile<Record>? {
+        runtimeDirectory.map { StateFile(name, in: $0) }
+    }
+
+    public var stateFile: String { persistent.path }
+    public var overrideFile: String? { override?.path }
+    /// Where `watch --apply` holds its lock (one per session).
+    public var applyLockFile: String? { runtimeDirectory.map { "\($0.path)/apply.lock" } }
+
+    /// Reads every state file that must be sound (the directories, `state.json`, `override.json`), so
+    /// that a long-running command fails at start rather than at its first change.
+    public func validate() throws(StateError) {
+        _ = try persistent.load()
+        _ = try override?.load()
+    }
+
+    // MARK: Persistent state
+
+    public func loadPersistent() throws(StateError) -> PersistentState {
+        try persistent.load() ?? PersistentState()
+    }
+
+    public func savePersistent(_ state: PersistentState) throws(StateError) {
+        try persistent.save(state)
+    }
+
+    /// Changes the persistent state under its lock, read fresh, so concurrent writers of different
+    /// fields lose nothing; returns what was written.
+    @discardableResult
+    public func updatePersistent(_ change: (inout PersistentState) -> Void) throws(StateError) -> PersistentState {
+        try persistent.update(default: PersistentState(), change)
+    }
+
+    /// Holds the persistent file's lock: read, change and write under it.
+    public func lockPersistent() throws(StateError) -> FileLock {
+        try persistent.lock()
+    }
+
+    @discardableResult
+    public func withPersistentLock<T>(_ body: () throws(StateError) -> T) throws(StateError) -> T {
+        try persistent.withLock(body)
+    }
+
+    // MARK: Override
+
+    public func loadOverride() throws(StateError) -> OverrideRecord? {
+        try requireOverride().load()
+    }
+
+    public func saveOverride(_ record: OverrideRecord) throws(StateError) {
+        try requireOverride().save(record)
+    }
+
+    public func removeOverride() throws(StateError) {
+        try requireOverride().remove()
+    }
+
+    /// The override's lock, which also serialises the commands that change the route.
+    public func lockOverride() throws(StateError) -> FileLock {
+        try requireOverride().lock()
+    }
+
+    @discardableResult
+    public func withOverrideLock<T>(_ body: () throws(StateError) -> T) throws(StateError) -> T {
+        try requireOverride().withLock(body)
+    }
+
+    // MARK: Intent
+
+    public func saveIntent(_ intent: RouteIntent) throws(StateError) {
+        guard let file = self.intent else { return }
+        do {
+            try file.save(intent)
+        } catch {
+            // Advisory: a corrupt one (or one of a newer routectl) would silence every later intent.
+            try file.remove()
+            try file.save(intent)
+        }
+    }
+
+    // MARK: Muted by routectl
+
+    /// The sink `--mute-on-fallback` muted (runtime `muted.json`), if any. Advisory like the intent.
+    public func loadMuted() -> String? {
+        ((try? runtimeFile("muted.json", of: MutedSink.self)?.load()) ?? nil)?.sink
+    }
+
+    public func saveMuted(_ sink: String?) throws(StateError) {
+        guard let file = runtimeFile("muted.json", of: MutedSink.self) else { return }
+        guard let sink else { return try file.remove() }
+        do { try file.save(MutedSink(sink: sink)) } catch {
+            try file.remove()
+            try file.save(MutedSink(sink: sink))
+        }
+    }
+
+    /// The last intent, if any. Advisory: an unreadable one is no intent (it only names a reason).
+    public func loadIntent() -> RouteIntent? {
+        (try? intent?.load()) ?? nil
+    }
+
+    func requireOverride() throws(StateError) -> StateFile<OverrideRecord> {
+        guard let override else {
+            throw StateError(path: "$XDG_RUNTIME_DIR", problem: "not set; the temporary override lives in the runtime directory")
+        }
+        return override
+    }
+}
+
+// MARK: - The records' files
+
+extension PersistentState: StateRecord {
+    public static let fileKind = "state"
+
+    public init(fields: Fields) throws(FieldError) {
+        let word = try fields.optionalString("default") ?? "speaker"
+        guard let target = RouteTarget(rawValue: word), target.isBuiltIn else {
+            throw FieldError(key: "default", problem: "'\(word)' is not speaker or earpiece")
+        }
+        self.init(defaultTarget: target, preferredInput: try fields.optionalString("preferred_input"))
+    }
+
+    public var fields: [(String, JSON)] {
+        [("default", .string(defaultTarget.rawValue)), ("preferred_input", preferredInput.map(JSON.string) ?? .null)]
+    }
+}
+
+extension OverrideRecord: StateRecord {
+    public static let fileKind = "override"
+
+    public init(fields: Fields) throws(FieldError) {
+        let word = try fields.string("override")
+        guard let target = RouteTarget(rawValue: word) else { throw FieldError(key: "override", problem: "unknown target '\(word)'") }
+        self.init(target: target, device: try fields.optionalString("device"), setAt: try fields.optionalInt("set_at") ?? 0,
+                  externals: try fields.strings("externals"))
+    }
+
+    public var fields: [(String, JSON)] {
+        [("override", .string(target.rawValue)), ("device", device.map(JSON.string) ?? .null), ("set_at", .int(setAt)),
+         ("externals", .array(externals.map(JSON.string)))]
+    }
+}
+
+extension RouteIntent: StateRecord {
+    public static let fileKind = "intent"
+
+    public init(fields: Fields) throws(FieldError) {
+        let word = try fields.string("reason")
+        guard let reason = RouteChangeReason(rawValue: word) else { throw FieldError(key: "reason", problem: "unknown reason '\(word)'") }
+        guard let at = try fields.optionalInt("at") else { throw FieldError(key: "at", problem: "missing") }
+        self.init(output: try fields.string("output"), reason: reason, at: at, done: try fields.optionalBool("done") ?? true)
+    }
+
+    public var fields: [(String, JSON)] {
+        [("output", .string(output)), ("reason", .string(reason.rawValue)), ("at", .int(at)), ("done", .bool(done))]
+    }
+}
+
+/// What `--mute-on-fallback` muted, so that only it is unmuted later.
+struct MutedSink: StateRecord {
+    static let fileKind = "muted"
+    var sink: String
+
+    init(sink: String) { self.sink = sink }
+
+    init(fields: Fields) throws(FieldError) { sink = try fields.string("sink") }
+
+    var fields: [(String, JSON)] { [("sink", .string(sink))] }
+}

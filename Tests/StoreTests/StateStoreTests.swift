@@ -1,0 +1,267 @@
+import Foundation
+import Glibc
+import Routing
+import Store
+import Testing
+
+/// A fresh private directory standing in for XDG_STATE_HOME and XDG_RUNTIME_DIR, removed afterwards.
+func withScratch(_ body: (String) throws -> Void) throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("routectl-store-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    try body(dir)
+}
+
+func bytes(_ path: String) -> [UInt8]? { FileManager.default.contents(atPath: path).map { Array($0) } }
+
+func write(_ text: String, to path: String) throws {
+    let parent = (path as NSString).deletingLastPathComponent
+    try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    try #require(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
+}
+
+/// The StateError `body` throws; nil when it returns or throws anything else.
+func stateError<T>(_ body: () throws -> T) -> StateError? {
+    do {
+        _ = try body()
+        return nil
+    } catch {
+        return error as? StateError
+    }
+}
+
+@Suite struct StateStoreTests {
+    @Test func writesReadBackAndStartFromDefaults() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: "\(dir)/state", runtimeDir: dir)
+            #expect(try store.loadPersistent() == PersistentState())
+            #expect(try store.loadOverride() == nil)
+            try store.savePersistent(PersistentState(defaultTarget: .earpiece, preferredInput: "mic"))
+            #expect(try store.loadPersistent() == PersistentState(defaultTarget: .earpiece, preferredInput: "mic"))
+            let record = OverrideRecord(target: .bluetooth, device: "bt", setAt: 42, externals: ["b", "a"])
+            try store.saveOverride(record)
+            #expect(try store.loadOverride() == record)
+            #expect(record.externals == ["a", "b"], "stored sorted, so staleness does not depend on order")
+            try store.removeOverride()
+            #expect(try store.loadOverride() == nil)
+            try store.removeOverride()
+            let intent = RouteIntent(output: "sink", reason: .override, at: 7)
+            try store.saveIntent(intent)
+            #expect(store.loadIntent() == intent)
+        }
+    }
+
+    @Test func aCorruptFileIsAnErrorNamingItAndIsLeftAlone() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            try write(#"{"default": "loud"}"#, to: store.stateFile)
+            let error = stateError { try store.loadPersistent() }
+            #expect(error?.path == store.stateFile)
+            #expect(error?.problem.contains("'loud' is not speaker or earpiece") == true)
+            #expect(stateError { try store.updatePersistent { $0.defaultTarget = .earpiece } }?.path == store.stateFile)
+            #expect(bytes(store.stateFile) == Array(#"{"default": "loud"}"#.utf8))
+        }
+    }
+
+    @Test func noRuntimeDirMeansNoOverride() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: nil)
+            #expect(store.overrideFile == nil)
+            #expect(store.runtimeFile("call.json", of: PersistentState.self) == nil)
+            #expect(stateError { try store.loadOverride() }
+                == StateError(path: "$XDG_RUNTIME_DIR", problem: "not set; the temporary override lives in the runtime directory"))
+        }
+    }
+
+    @Test func directoriesArePrivate() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: "\(dir)/a/b", runtimeDir: dir)
+            try store.savePersistent(PersistentState())
+            var st = stat()
+            #expect(stat("\(dir)/a/b/routectl", &st) == 0)
+            #expect(st.st_mode & 0o777 == 0o700)
+            #expect(stat(store.stateFile, &st) == 0)
+            #expect(st.st_mode & 0o777 == 0o600)
+        }
+    }
+
+    // MARK: Hostile files (DESIGN.md §4)
+
+    @Test func aSymlinkedStateFileIsRefusedAndItsTargetUntouched() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: "\(dir)/state", runtimeDir: dir)
+            let target = "\(dir)/elsewhere.json"
+            try write(#"{"version":1,"default":"speaker"}"#, to: target)
+            try write("", to: "\(dir)/state/routectl/placeholder")
+            #expect(symlink(target, store.stateFile) == 0)
+            let read = stateError { try store.loadPersistent() }
+            #expect(read?.path == store.stateFile)
+            #expect(read?.problem.contains("symbolic link") == true)
+            #expect(stateError { try store.savePersistent(PersistentState(defaultTarget: .earpiece)) }?.path == store.stateFile)
+            #expect(bytes(target) == Array(#"{"version":1,"default":"speaker"}"#.utf8))
+        }
+    }
+
+    @Test func aSymlinkedOrFIFOLockIsRefused() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: "\(dir)/state", runtimeDir: dir)
+            try write("", to: "\(dir)/state/routectl/placeholder")
+            #expect(symlink("\(dir)/lock-target", store.stateFile + ".lock") == 0)
+            #expect(stateError { try store.lockPersistent() }?.path == store.stateFile + ".lock")
+            #expect(!FileManager.default.fileExists(atPath: "\(dir)/lock-target"))
+            let overrideFile = try #require(store.overrideFile)
+            try store.saveOverride(OverrideRecord(target: .speaker, setAt: 0, externals: []))
+            #expect(mkfifo(overrideFile + ".lock", 0o600) == 0)
+            #expect(stateError { try store.lockOverride() }?.problem.contains("FIFO") == true)
+        }
+    }
+
+    @Test func aFIFOInPlaceOfAStateFileFailsAtOnce() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            let overrideFile = try #require(store.overrideFile)
+            try write("", to: "\(dir)/routectl/placeholder")
+            #expect(mkfifo(overrideFile, 0o600) == 0)
+            let error = stateError { try store.loadOverride() }
+            #expect(error?.path == overrideFile)
+            #expect(error?.problem.contains("not a regular file (a FIFO)") == true)
+        }
+    }
+
+    @Test func devZeroAndHugeFilesAreRefusedWithinTheLimit() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            try write("", to: "\(dir)/routectl/placeholder")
+            #expect(symlink("/dev/zero", store.stateFile) == 0)
+            #expect(stateError { try store.loadPersistent() }?.path == store.stateFile)
+            #expect(throws: FileError.self) { try FileIO.read("/dev/zero", followLinks: true) }
+            try FileManager.default.removeItem(atPath: store.stateFile)
+            try write(#"{"pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#, to: store.stateFile)
+            #expect(stateError { try store.loadPersistent() }?.problem.contains("too large") == true)
+            // A /proc file reports size 0 and is read to its end all the same.
+            #expect(try FileIO.read("/proc/self/comm").isEmpty == false)
+        }
+    }
+
+    @Test func aRuntimeDirOthersCanWriteOrSomeoneElseOwnsIsRefusedEvenForReading() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            let runtime = "\(dir)/routectl"
+            try write("", to: "\(runtime)/placeholder")
+            #expect(chmod(runtime, 0o777) == 0)
+            #expect(stateError { try store.loadOverride() }?.path == runtime)
+            #expect(stateError { try store.saveOverride(OverrideRecord(target: .speaker, setAt: 0, externals: [])) }?.path == runtime)
+            #expect(chmod(runtime, 0o700) == 0)
+            #expect(try store.loadOverride() == nil)
+            if getuid() == 0 {
+                #expect(chown(runtime, 65_534, 65_534) == 0)
+                #expect(stateError { try store.loadOverride() }?.problem.contains("belongs to uid 65534") == true)
+            }
+        }
+    }
+
+    @Test func relativeXDGDirectoriesAreIgnored() {
+        let env = ["HOME": "/home/me", "XDG_STATE_HOME": "relative/state", "XDG_RUNTIME_DIR": "run"]
+        let store = StateStore(environment: { env[$0] }, home: { "/from/passwd" })
+        #expect(store.stateFile == "/home/me/.local/state/routectl/state.json")
+        #expect(store.overrideFile == nil)
+        let absolute = ["XDG_STATE_HOME": "/s", "XDG_RUNTIME_DIR": "/r"]
+        let other = StateStore(environment: { absolute[$0] }, home: { "/from/passwd" })
+        #expect(other.stateFile == "/s/routectl/state.json")
+        #expect(other.overrideFile == "/r/routectl/override.json")
+        #expect(StateStore(environment: { _ in nil }, home: { "/from/passwd" }).stateFile == "/from/passwd/.local/state/routectl/state.json")
+    }
+
+    // MARK: Versions and keys of other routectl releases
+
+    @Test func aNewerVersionIsRefusedAndNeverOverwritten() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            let text = #"{"version":99,"default":"speaker","future":true}"#
+            try write(text, to: store.stateFile)
+            #expect(stateError { try store.loadPersistent() }?.problem.contains("version 99 is newer") == true)
+            #expect(stateError { try store.savePersistent(PersistentState(defaultTarget: .earpiece)) }?.path == store.stateFile)
+            #expect(stateError { try store.updatePersistent { $0.defaultTarget = .earpiece } }?.path == store.stateFile)
+            #expect(bytes(store.stateFile) == Array(text.utf8))
+        }
+    }
+
+    @Test func keysANewerRoutectlWroteSurviveARewrite() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            try write(#"{"version":1,"default":"speaker","priority":["bluez_card.x","headset"],"later":{"a":1}}"#, to: store.stateFile)
+            try store.updatePersistent { $0.defaultTarget = .earpiece }
+            let text = String(decoding: try #require(bytes(store.stateFile)), as: UTF8.self)
+            #expect(text == #"{"version":1,"default":"earpiece","preferred_input":null,"priority":["bluez_card.x","headset"],"later":{"a":1}}"# + "\n")
+        }
+    }
+
+    @Test func validateReadsEveryFileAWatcherNeeds() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            try store.validate()
+            let overrideFile = try #require(store.overrideFile)
+            try write("nonsense", to: overrideFile)
+            #expect(stateError { try store.validate() }?.path == overrideFile)
+        }
+    }
+
+    // MARK: The typed file, locks, syscalls, clocks
+
+    /// A record of the kind later issues add (call.json): it gets load, save, locks and versions for free.
+    struct CallRecord: StateRecord, Equatable {
+        static let fileKind = "call"
+        var route: String
+        init(route: String) { self.route = route }
+        init(fields: Fields) throws(FieldError) { route = try fields.string("route") }
+        var fields: [(String, JSON)] { [("route", .string(route))] }
+    }
+
+    @Test func anyRecordGetsItsOwnFile() throws {
+        try withScratch { dir in
+            let file = try #require(StateStore(stateHome: dir, runtimeDir: dir).runtimeFile("call.json", of: CallRecord.self))
+            #expect(file.path == "\(dir)/routectl/call.json")
+            #expect(try file.load() == nil)
+            try file.update(default: CallRecord(route: "speaker")) { $0.route = "receiver" }
+            #expect(try file.load() == CallRecord(route: "receiver"))
+            try write(#"{"version":1}"#, to: file.path)
+            #expect(stateError { try file.load() }?.problem == "not a routectl call file (route: missing); fix or remove it")
+        }
+    }
+
+    @Test func withLockHoldsTheLockForItsBodyOnly() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            let lockFile = try #require(store.overrideFile) + ".lock"
+            try store.withOverrideLock { () throws(StateError) in
+                #expect(throws: FileError(path: lockFile, errno: EWOULDBLOCK)) { _ = try FileLock(lockFile, wait: false) }
+            }
+            _ = try FileLock(lockFile, wait: false)
+        }
+    }
+
+    @Test func retryingRepeatsOnlyInterruptedCalls() {
+        var calls = 0
+        let result = Syscall.retrying { () -> Int32 in
+            calls += 1
+            if calls < 3 { errno = EINTR; return -1 }
+            return 7
+        }
+        #expect(result == 7 && calls == 3)
+        calls = 0
+        let failed = Syscall.retrying { () -> Int in
+            calls += 1
+            errno = EBADF
+            return -1
+        }
+        #expect(failed == -1 && errno == EBADF && calls == 1)
+    }
+
+    @Test func clocksAgreeWithTheSystem() {
+        let a = Clock.monotonicMilliseconds(), b = Clock.monotonicMilliseconds()
+        #expect(b >= a)
+        #expect(abs(Clock.monotonicSeconds() * 1000 - Double(b)) < 1000)
+        #expect(abs(Clock.realtimeMilliseconds() / 1000 - Int64(time(nil))) <= 1)
+        #expect(abs(Clock.realtimeSeconds() - Int64(time(nil))) <= 1)
+    }
+}
