@@ -132,7 +132,14 @@ public struct Port: Equatable, Sendable {
     }
 }
 
-public struct Sink: Equatable, Sendable {
+/// What tells a sink from a source in `Device`: the two have one shape in pactl's JSON and in what
+/// routing reads, so they are one type with two names.
+public protocol DeviceKind: Sendable {}
+public enum SinkKind: DeviceKind {}
+public enum SourceKind: DeviceKind {}
+
+/// A sink or a source (`pa_sink_info` / `pa_source_info`).
+public struct Device<Kind: DeviceKind>: Equatable, Sendable {
     public var index: UInt32
     public var name: String
     public var description: String
@@ -140,15 +147,17 @@ public struct Sink: Equatable, Sendable {
     public var state: String
     public var mute: Bool
     public var ownerModule: UInt32?
-    /// Added by routectl: the card this sink belongs to (pactl's JSON has no such member).
+    /// Added by routectl: the card this device belongs to (pactl's JSON has no such member).
     public var card: UInt32?
-    public var monitorSource: String?
+    /// pactl's `monitor_source`: a sink's monitor source; for a source, the sink it monitors (nil
+    /// for a microphone).
+    public var monitor: String?
     public var properties: [String: String]
     public var ports: [Port]
     public var activePort: String?
 
     public init(index: UInt32, name: String, description: String, driver: String = "", state: String = "IDLE",
-                mute: Bool = false, ownerModule: UInt32? = nil, card: UInt32? = nil, monitorSource: String? = nil,
+                mute: Bool = false, ownerModule: UInt32? = nil, card: UInt32? = nil, monitor: String? = nil,
                 properties: [String: String] = [:], ports: [Port] = [], activePort: String? = nil) {
         self.index = index
         self.name = name
@@ -158,7 +167,7 @@ public struct Sink: Equatable, Sendable {
         self.mute = mute
         self.ownerModule = ownerModule
         self.card = card
-        self.monitorSource = monitorSource
+        self.monitor = monitor
         self.properties = properties
         self.ports = ports
         self.activePort = activePort
@@ -167,41 +176,43 @@ public struct Sink: Equatable, Sendable {
     public var activePortInfo: Port? { ports.first { $0.name == activePort } }
 }
 
-public struct Source: Equatable, Sendable {
-    public var index: UInt32
-    public var name: String
-    public var description: String
-    public var driver: String
-    public var state: String
-    public var mute: Bool
-    public var ownerModule: UInt32?
-    public var card: UInt32?
-    /// The sink this source monitors; pactl prints it as the source's `monitor_source`.
-    public var monitorOfSink: String?
-    public var properties: [String: String]
-    public var ports: [Port]
-    public var activePort: String?
+public typealias Sink = Device<SinkKind>
+public typealias Source = Device<SourceKind>
 
+extension Device where Kind == SinkKind {
     public init(index: UInt32, name: String, description: String, driver: String = "", state: String = "IDLE",
-                mute: Bool = false, ownerModule: UInt32? = nil, card: UInt32? = nil, monitorOfSink: String? = nil,
+                mute: Bool = false, ownerModule: UInt32? = nil, card: UInt32? = nil, monitorSource: String?,
                 properties: [String: String] = [:], ports: [Port] = [], activePort: String? = nil) {
-        self.index = index
-        self.name = name
-        self.description = description
-        self.driver = driver
-        self.state = state
-        self.mute = mute
-        self.ownerModule = ownerModule
-        self.card = card
-        self.monitorOfSink = monitorOfSink
-        self.properties = properties
-        self.ports = ports
-        self.activePort = activePort
+        self.init(index: index, name: name, description: description, driver: driver, state: state, mute: mute,
+                  ownerModule: ownerModule, card: card, monitor: monitorSource, properties: properties, ports: ports,
+                  activePort: activePort)
+    }
+
+    /// The sink's monitor source.
+    public var monitorSource: String? {
+        get { monitor }
+        set { monitor = newValue }
+    }
+}
+
+extension Device where Kind == SourceKind {
+    public init(index: UInt32, name: String, description: String, driver: String = "", state: String = "IDLE",
+                mute: Bool = false, ownerModule: UInt32? = nil, card: UInt32? = nil, monitorOfSink: String?,
+                properties: [String: String] = [:], ports: [Port] = [], activePort: String? = nil) {
+        self.init(index: index, name: name, description: description, driver: driver, state: state, mute: mute,
+                  ownerModule: ownerModule, card: card, monitor: monitorOfSink, properties: properties, ports: ports,
+                  activePort: activePort)
+    }
+
+    /// The sink this source monitors; pactl prints it as the source's `monitor_source`.
+    public var monitorOfSink: String? {
+        get { monitor }
+        set { monitor = newValue }
     }
 
     /// Monitor sources echo a sink; they are never microphones.
     public var isMonitor: Bool {
-        monitorOfSink != nil || properties["device.class"] == "monitor"
+        monitor != nil || properties["device.class"] == "monitor"
     }
 }
 
@@ -279,42 +290,57 @@ public struct Card: Equatable, Sendable {
     }
 }
 
-/// A playback stream (`pa_sink_input_info`).
-public struct SinkInput: Equatable, Sendable {
+/// A stream on a sink (playback) or a source (recording): one shape, two names, as with `Device`.
+public struct Stream<Kind: DeviceKind>: Equatable, Sendable {
     public var index: UInt32
-    public var sink: UInt32
+    /// The index of the sink (playback) or source (recording) it is on.
+    public var device: UInt32
     public var client: UInt32?
     public var corked: Bool
     public var mute: Bool
     public var properties: [String: String]
 
-    public init(index: UInt32, sink: UInt32, client: UInt32? = nil, corked: Bool = false, mute: Bool = false,
+    public init(index: UInt32, device: UInt32, client: UInt32? = nil, corked: Bool = false, mute: Bool = false,
                 properties: [String: String] = [:]) {
         self.index = index
-        self.sink = sink
+        self.device = device
         self.client = client
         self.corked = corked
         self.mute = mute
         self.properties = properties
     }
+
+    /// pactl's name for the member holding `device`.
+    static var deviceKey: String { Kind.self == SinkKind.self ? "sink" : "source" }
 }
 
+/// A playback stream (`pa_sink_input_info`).
+public typealias SinkInput = Stream<SinkKind>
 /// A recording stream (`pa_source_output_info`).
-public struct SourceOutput: Equatable, Sendable {
-    public var index: UInt32
-    public var source: UInt32
-    public var client: UInt32?
-    public var corked: Bool
-    public var mute: Bool
-    public var properties: [String: String]
+public typealias SourceOutput = Stream<SourceKind>
 
+extension Stream where Kind == SinkKind {
+    public init(index: UInt32, sink: UInt32, client: UInt32? = nil, corked: Bool = false, mute: Bool = false,
+                properties: [String: String] = [:]) {
+        self.init(index: index, device: sink, client: client, corked: corked, mute: mute, properties: properties)
+    }
+
+    /// The sink it plays on.
+    public var sink: UInt32 {
+        get { device }
+        set { device = newValue }
+    }
+}
+
+extension Stream where Kind == SourceKind {
     public init(index: UInt32, source: UInt32, client: UInt32? = nil, corked: Bool = false, mute: Bool = false,
                 properties: [String: String] = [:]) {
-        self.index = index
-        self.source = source
-        self.client = client
-        self.corked = corked
-        self.mute = mute
-        self.properties = properties
+        self.init(index: index, device: source, client: client, corked: corked, mute: mute, properties: properties)
+    }
+
+    /// The source it records from.
+    public var source: UInt32 {
+        get { device }
+        set { device = newValue }
     }
 }

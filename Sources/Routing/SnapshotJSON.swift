@@ -196,7 +196,7 @@ func propertiesJSON(_ properties: [String: String]) -> JSON {
 
 func indexJSON(_ index: UInt32?) -> JSON { index.map { .int(Int64($0)) } ?? .null }
 
-extension Sink {
+extension Device {
     init(_ r: Reader) throws(SnapshotFormatError) {
         index = try r.index("index")
         name = try r.string("name")
@@ -206,7 +206,9 @@ extension Sink {
         mute = try r.bool("mute", default: false)
         ownerModule = try r.optionalIndex("owner_module")
         card = try r.optionalIndex("card")
-        monitorSource = try r.optionalString("monitor_source")
+        // pactl prints "n/a" as a real input's monitored sink.
+        let monitor = try r.optionalString("monitor_source")
+        self.monitor = monitor == "n/a" || monitor == "" ? nil : monitor
         properties = try r.properties()
         ports = try r.list("ports").map { p throws(SnapshotFormatError) in try Port(p) }
         activePort = try r.optionalString("active_port")
@@ -222,43 +224,7 @@ extension Sink {
             ("owner_module", indexJSON(ownerModule)),
             ("card", indexJSON(card)),
             ("mute", .bool(mute)),
-            ("monitor_source", monitorSource.map(JSON.string) ?? .null),
-            ("properties", propertiesJSON(properties)),
-            ("ports", .array(ports.map { .object($0.members(named: true)) })),
-            ("active_port", activePort.map(JSON.string) ?? .null),
-        ])
-    }
-}
-
-extension Source {
-    init(_ r: Reader) throws(SnapshotFormatError) {
-        index = try r.index("index")
-        name = try r.string("name")
-        description = try r.optionalString("description") ?? name
-        driver = try r.optionalString("driver") ?? ""
-        state = try r.optionalString("state") ?? "UNKNOWN"
-        mute = try r.bool("mute", default: false)
-        ownerModule = try r.optionalIndex("owner_module")
-        card = try r.optionalIndex("card")
-        // pactl names a source's monitored sink "monitor_source"; it is "n/a" for a real input.
-        let monitored = try r.optionalString("monitor_source")
-        monitorOfSink = monitored == "n/a" || monitored == "" ? nil : monitored
-        properties = try r.properties()
-        ports = try r.list("ports").map { p throws(SnapshotFormatError) in try Port(p) }
-        activePort = try r.optionalString("active_port")
-    }
-
-    var json: JSON {
-        .object([
-            ("index", .int(Int64(index))),
-            ("state", .string(state)),
-            ("name", .string(name)),
-            ("description", .string(description)),
-            ("driver", .string(driver)),
-            ("owner_module", indexJSON(ownerModule)),
-            ("card", indexJSON(card)),
-            ("mute", .bool(mute)),
-            ("monitor_source", monitorOfSink.map(JSON.string) ?? .null),
+            ("monitor_source", monitor.map(JSON.string) ?? .null),
             ("properties", propertiesJSON(properties)),
             ("ports", .array(ports.map { .object($0.members(named: true)) })),
             ("active_port", activePort.map(JSON.string) ?? .null),
@@ -337,10 +303,10 @@ extension Card {
     }
 }
 
-extension SinkInput {
+extension Stream {
     init(_ r: Reader) throws(SnapshotFormatError) {
         index = try r.index("index")
-        sink = try r.index("sink")
+        device = try r.index(Self.deviceKey)
         client = try r.optionalIndex("client")
         corked = try r.bool("corked", default: false)
         mute = try r.bool("mute", default: false)
@@ -351,29 +317,7 @@ extension SinkInput {
         .object([
             ("index", .int(Int64(index))),
             ("client", indexJSON(client)),
-            ("sink", .int(Int64(sink))),
-            ("corked", .bool(corked)),
-            ("mute", .bool(mute)),
-            ("properties", propertiesJSON(properties)),
-        ])
-    }
-}
-
-extension SourceOutput {
-    init(_ r: Reader) throws(SnapshotFormatError) {
-        index = try r.index("index")
-        source = try r.index("source")
-        client = try r.optionalIndex("client")
-        corked = try r.bool("corked", default: false)
-        mute = try r.bool("mute", default: false)
-        properties = try r.properties()
-    }
-
-    var json: JSON {
-        .object([
-            ("index", .int(Int64(index))),
-            ("client", indexJSON(client)),
-            ("source", .int(Int64(source))),
+            (Self.deviceKey, .int(Int64(device))),
             ("corked", .bool(corked)),
             ("mute", .bool(mute)),
             ("properties", propertiesJSON(properties)),

@@ -21,10 +21,12 @@ final class StatePreferences: PreferenceStore {
     }
 
     func clearOverride() -> Bool {
-        guard let lock = try? store.lockOverride() else { return false }
-        defer { withExtendedLifetime(lock) {} }
-        guard (try? store.loadOverride()) ?? nil != nil else { return false }
-        return (try? store.removeOverride()) != nil
+        let removed = try? store.withOverrideLock { () throws(StateError) -> Bool in
+            guard try store.loadOverride() != nil else { return false }
+            try store.removeOverride()
+            return true
+        }
+        return removed ?? false
     }
 
     func saveIntent(_ intent: RouteIntent) { try? store.saveIntent(intent) }
@@ -45,17 +47,7 @@ extension StatePreferences: Sendable {}
 
 extension Clocks {
     /// CLOCK_MONOTONIC and CLOCK_REALTIME.
-    static let system = Clocks(
-        monotonic: {
-            var ts = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &ts)
-            return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-        },
-        wallMilliseconds: {
-            var ts = timespec()
-            clock_gettime(CLOCK_REALTIME, &ts)
-            return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-        })
+    static let system = Clocks(monotonic: { Clock.monotonicSeconds() }, wallMilliseconds: { Clock.realtimeMilliseconds() })
 }
 
 extension Failure {

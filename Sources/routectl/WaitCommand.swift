@@ -1,6 +1,7 @@
 import Glibc
 import Pulse
 import Routing
+import Store
 
 /// `routectl wait ROUTE [--timeout S]`: exit 0 as soon as the route is ROUTE, 1 at the timeout, 130 when interrupted.
 enum WaitCommand {
@@ -9,7 +10,7 @@ enum WaitCommand {
         let connection = try ServerAccess.connect(options)
         connection.stopOnSignalsAndClosedOutput()
         var deadline: Double?
-        if let timeout { deadline = monotonic() + timeout }
+        if let timeout { deadline = Clock.monotonicSeconds() + timeout }
         do {
             try connection.subscribe(timeout: options.timeout)
             while true {
@@ -18,7 +19,7 @@ enum WaitCommand {
                     if !options.quiet { Console.out("\(route.rawValue)\n") }
                     return .ok
                 }
-                let remaining = deadline.map { $0 - monotonic() }
+                let remaining = deadline.map { $0 - Clock.monotonicSeconds() }
                 if let remaining, remaining <= 0 { return .failed }
                 guard try connection.waitForChanges(timeout: remaining) else {
                     return connection.shouldStop ? .interrupted : .failed
@@ -27,11 +28,5 @@ enum WaitCommand {
         } catch {
             throw ServerAccess.failure(error)
         }
-    }
-
-    static func monotonic() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }

@@ -1,0 +1,381 @@
+#!/usr/bin/env bash
+# End-to-end tests on Bluetooth headsets, as both servers' own bluez5 code sees them on the BlueZ
+# stand-in (sim/bluez, scripts/server.sh BLUETOOTH=1 ... bt), beside simulated ALSA cards: connect and
+# disconnect, two headsets, A2DP <-> HFP, `set bluetooth [--device]`, a phone with an idle connected
+# headset (DESIGN.md rule 7), and a headset that goes during a `set`. Plain `watch` and `watch --apply`
+# run side by side; each check asserts what the server reports back and the exact event lines.
+#   tests/e2e-bluetooth.sh pulseaudio|pipewire [ROUTECTL]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+export BLUETOOTH=1
+players=()
+watchers=()
+before_cleanup() {
+	for pid in "${players[@]}" "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+CARDS="laptop" e2e_setup bluetooth "${1:?usage: e2e-bluetooth.sh pulseaudio|pipewire [routectl]}" "${2:-}"
+
+laptop=alsa_output.sim-laptop.analog-stereo
+speaker_id=alsa_card.sim-laptop:analog-output-speaker
+phones_id=alsa_card.sim-laptop:analog-output-headphones
+a_addr=00:11:22:33:44:55 a_name=WH-1000XM4 a_card=bluez_card.00_11_22_33_44_55
+b_addr=66:77:88:99:AA:BB b_name=Buds b_card=bluez_card.66_77_88_99_AA_BB
+# The two servers' names for the same things: the A2DP and HFP profiles, and the headset's sink under
+# each (PulseAudio names the sink after the profile; PipeWire keeps the name and gives a new index).
+# PipeWire reports the active A2DP/HFP profile with its codec (a2dp-sink-sbc): the profile or that.
+if [ "$server" = pulseaudio ]; then
+	a2dp=a2dp_sink hfp=handsfree_head_unit
+	bt_sink() { echo "bluez_sink.${1//:/_}.${2:-a2dp_sink}"; }
+else
+	a2dp=a2dp-sink hfp=headset-head-unit
+	bt_sink() { echo "bluez_output.${1//:/_}.1"; }
+fi
+
+# What the server says, not what routectl says: the default sink and its active port, a card's profile.
+server_route() {
+	local sink
+	sink=$(pactl get-default-sink)
+	printf '%s %s\n' "$sink" "$(LC_ALL=C pactl -f json list sinks | python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    if s["name"] == sys.argv[1]: print(s["active_port"])' "$sink")"
+}
+server_is() { [ "$(server_route)" = "$1" ]; }
+default_is() { [ "$(pactl get-default-sink)" = "$1" ]; }
+profile_of() { LC_ALL=C pactl -f json list cards | python3 -c '
+import json, sys
+for c in json.load(sys.stdin):
+    if c["name"] == sys.argv[1]: print(c["active_profile"])' "$1"; }
+# profile_is CARD PROFILE: the active profile is PROFILE, or PipeWire's codec variant of it.
+profile_is() { [[ "$(profile_of "$1")" =~ ^$2(-[a-z0-9_]+)?$ ]]; }
+card_present() { pactl list short cards | grep -q "	$1	"; }
+sink_present() { pactl list short sinks | grep -q "	$1	"; }
+bt() { "$root/scripts/server.sh" bt "$dir" "$@"; }
+# connect ADDR NAME PROFILES / disconnect ADDR: the headset comes or goes and its card with it.
+connect() {
+	if [ "$(bt status | grep -c "$1" || true)" = 0 ]; then bt add "$1" "$2" "$3"; fi
+	bt connect "$1"
+	wait_for "card of $1" card_present "bluez_card.${1//:/_}"
+	wait_for "sink of $1" sh -c "pactl list short sinks | grep -q 'bluez_.*${1//:/_}'"
+}
+disconnect() {
+	bt disconnect "$1"
+	wait_for "no card of $1" sh -c "! pactl list short cards | grep -q 'bluez_card.${1//:/_}'"
+}
+quiet() {
+	local before after i
+	for i in $(seq 1 50); do
+		before=$(cat "$@" | wc -c)
+		sleep 0.6
+		after=$(cat "$@" | wc -c)
+		[ "$before" = "$after" ] && return 0
+	done
+	echo "  never quiet: $*" >&2
+	return 1
+}
+start_watchers() {
+	watch=$dir/watch.txt apply=$dir/apply.txt
+	: >"$dir/watch.err" >"$dir/apply.err"
+	"$routectl" watch >"$watch" 2>"$dir/watch.err" &
+	watchers+=($!)
+	"$routectl" watch --apply >"$apply" 2>"$dir/apply.err" &
+	watchers+=($!)
+	wait_line "$watch" 1 "^route .* reason=initial"
+	wait_line "$apply" 1 "^route .* reason=initial"
+	mark
+}
+stop_watchers() {
+	for pid in "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+	watchers=()
+}
+# mark / since FILE [TYPE...]: the event lines printed since the last mark (time stamps cut).
+mark() { mark_watch=$(wc -l <"$watch") mark_apply=$(wc -l <"$apply"); }
+since() {
+	local file=$1 from
+	shift
+	from=$([ "$file" = "$watch" ] && echo "$mark_watch" || echo "$mark_apply")
+	tail -n +"$((from + 1))" "$file" >"$dir/since.txt"
+	lines "$dir/since.txt" "$@"
+}
+mode() { [ "$1" = "$watch" ] && echo watch || echo watch --apply; }
+# expect_step NAME LINE...: since the mark, each watcher printed exactly these route and device
+# lines, in this order (nothing else of those types).
+expect_step() {
+	local name=$1 file want got
+	shift
+	want=$(printf '%s\n' "$@")
+	for file in "$watch" "$apply"; do
+		got=$(since "$file" route device-added device-removed)
+		if [ "$got" = "$want" ]; then ok "$name ($(mode "$file"))"; else
+			not_ok "$name ($(mode "$file"))" "expected:" "$(printf '%s\n' "$@" | sed 's/^/  /')" "the events since the step began:" "$(since "$file" | sed 's/^/  /')"
+		fi
+	done
+}
+# expect_cleared NAME [LINE]: since the mark, watch --apply (which alone clears an override while it
+# runs) printed this override-cleared line, or none; plain watch none.
+expect_cleared() {
+	expect_eq "$1 (watch --apply)" "${2:-}" "$(since "$apply" override-cleared)"
+	expect_eq "$1 (watch)" "" "$(since "$watch" override-cleared)"
+}
+settle() { quiet "$watch" "$apply" || true; }
+
+echo "== $server with Bluetooth on a simulated laptop: $(pactl info | sed -n 's/^Server Name: //p')"
+wait_for "the server settles on the laptop's speaker" server_is "$laptop analog-output-speaker" || true
+jack laptop headphone in
+wait_for "the server on the headphones" server_is "$laptop analog-output-headphones" || true
+expect_eq "the headphones are the route before any headset" headset "$(rc query route)"
+start_watchers
+
+echo "-- 1. a headset connects with the headphones in: it takes the route"
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 1 "^route bluetooth" || true
+wait_line "$watch" 1 "^route bluetooth" || true
+settle
+expect_eq "connect: the server's default is the headset's A2DP sink" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+expect_match "connect: the card is in A2DP" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+expect_eq "connect: query route" bluetooth "$(rc query route)"
+expect_match "devices: the headset is one output, its card" "^\* +bluetooth +yes +(yes|no|-) +$a_card +$a_name\$" "$(rc devices)"
+expect_step "connect: the device and one route event, new-device-available" \
+	"device-added bluetooth $a_card \"$a_name\"" \
+	"route bluetooth (was headset) reason=new-device-available output=$a_card"
+mark
+disconnect "$a_addr"
+wait_line "$apply" 1 "reason=old-device-unavailable" || true
+wait_line "$watch" 1 "reason=old-device-unavailable" || true
+settle
+expect_eq "disconnect: back on the headphones (server)" "$laptop analog-output-headphones" "$(server_route)"
+expect_eq "disconnect: query route" headset "$(rc query route)"
+expect_step "disconnect: one route event back to the headphones, old-device-unavailable" \
+	"device-removed bluetooth $a_card \"$a_name\"" \
+	"route headset (was bluetooth) reason=old-device-unavailable output=$phones_id"
+mark
+jack laptop headphone out
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker" || true
+wait_line "$apply" 2 "reason=old-device-unavailable" || true
+settle
+expect_eq "headphones out: the speaker (server)" "$laptop analog-output-speaker" "$(server_route)"
+expect_step "headphones out: one route event to the speaker" \
+	"device-removed headset $phones_id \"Headphones (Built-in Audio)\"" \
+	"route speaker (was headset) reason=old-device-unavailable output=$speaker_id"
+
+echo "-- 2. two headsets: the most recently connected wins; its departure falls back to the other"
+mark
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 2 "^route bluetooth" || true
+settle
+mark
+connect "$b_addr" "$b_name" a2dp
+wait_line "$apply" 1 "output=$b_card" || true
+wait_line "$watch" 1 "output=$b_card" || true
+settle
+expect_eq "second headset: the server's default is its sink" "$(bt_sink "$b_addr")" "$(pactl get-default-sink)"
+expect_step "second headset: one route event to it, new-device-available" \
+	"device-added bluetooth $b_card \"$b_name\"" \
+	"route bluetooth (was bluetooth) reason=new-device-available output=$b_card"
+mark
+disconnect "$b_addr"
+wait_line "$apply" 1 "reason=old-device-unavailable output=$a_card" || true
+wait_line "$watch" 1 "reason=old-device-unavailable output=$a_card" || true
+settle
+expect_eq "second headset gone: the first headset's sink (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+expect_step "second headset gone: one route event back to the first" \
+	"device-removed bluetooth $b_card \"$b_name\"" \
+	"route bluetooth (was bluetooth) reason=old-device-unavailable output=$a_card"
+
+echo "-- 3. A2DP -> HFP -> A2DP by another client: one category-change each, the override stays"
+run_rc rc set speaker
+expect_rc "set speaker while the headset is the route: exit 0" 0
+expect_match "set speaker: says the headset keeps priority" "keeps priority" "$err"
+expect_eq "set speaker: the override is recorded" speaker "$(rc query override)"
+expect_eq "set speaker: the headset keeps the sound (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+settle
+mark
+flip() { # flip PROFILE SINK LABEL
+	local profile=$1 sink=$2 label=$3
+	mark
+	pactl set-card-profile "$a_card" "$profile"
+	wait_for "$label: profile $profile" profile_is "$a_card" "$profile" || true
+	wait_for "$label: sink $sink is the default" default_is "$sink" || true
+	sleep 0.3
+	settle
+	expect_match "$label: the card's profile (server)" "^$profile(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+	expect_eq "$label: the default is the headset's sink (server)" "$sink" "$(pactl get-default-sink)"
+	expect_eq "$label: query route" bluetooth "$(rc query route)"
+	expect_step "$label: one route event, category-change on the same device, no device events" \
+		"route bluetooth (was bluetooth) reason=category-change output=$a_card"
+	expect_eq "$label: the override is not cleared" speaker "$(rc query override)"
+	expect_cleared "$label: no override-cleared"
+}
+flip "$hfp" "$(bt_sink "$a_addr" "$hfp")" "A2DP -> HFP"
+flip "$a2dp" "$(bt_sink "$a_addr" "$a2dp")" "HFP -> A2DP"
+rc clear >/dev/null
+settle
+
+echo "-- 4. set bluetooth and set --device with the id devices prints, from the speaker"
+connect "$b_addr" "$b_name" a2dp
+wait_line "$apply" 2 "output=$b_card" || true
+settle
+run_rc rc set speaker --force
+expect_rc "set speaker --force: exit 0" 0
+expect_eq "set speaker --force: the speaker (server)" "$laptop analog-output-speaker" "$(server_route)"
+settle
+mark
+run_rc rc set bluetooth
+expect_rc "set bluetooth: exit 0" 0
+expect_eq "set bluetooth: the most recent headset's sink (server)" "$(bt_sink "$b_addr")" "$(pactl get-default-sink)"
+expect_eq "set bluetooth: route printed" "route     bluetooth" "$(printf '%s\n' "$out" | head -1)"
+settle
+expect_step "set bluetooth: one route event, override" "route bluetooth (was speaker) reason=override output=$b_card"
+rc set speaker --force >/dev/null
+settle
+mark
+expect_match "devices prints the first headset's id" "^ +bluetooth +yes +(yes|no|-) +$a_card " "$(rc devices)"
+run_rc rc set bluetooth --device "$a_card"
+expect_rc "set bluetooth --device $a_card: exit 0" 0
+expect_eq "set --device: that headset's sink, not the most recent (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+settle
+expect_step "set --device: one route event, override" "route bluetooth (was speaker) reason=override output=$a_card"
+mark
+pactl set-card-profile "$a_card" "$hfp"
+wait_for "HFP" profile_is "$a_card" "$hfp" || true
+settle
+rc set speaker --force >/dev/null
+settle
+mark
+run_rc rc set bluetooth --device "$a_card"
+expect_rc "set --device $a_card while it is in HFP: exit 0" 0
+expect_match "set --device while in HFP: a sink of that headset (server)" "^bluez_(sink|output)\.${a_addr//:/_}\." "$(pactl get-default-sink)"
+settle
+expect_step "set --device while in HFP: one route event, override" "route bluetooth (was speaker) reason=override output=$a_card"
+pactl set-card-profile "$a_card" "$a2dp"
+rc clear >/dev/null
+settle
+
+echo "-- 6. a headset that disconnects during a set"
+disconnect "$b_addr"
+settle
+for delay in 0 0.02 0.05 0.1 0.2; do
+	connect "$a_addr" "$a_name" a2dp+hfp 2>/dev/null || connect "$a_addr" "$a_name" a2dp+hfp
+	settle
+	rc set speaker --force >/dev/null
+	settle
+	mark
+	o=$(mktemp) e=$(mktemp)
+	timeout 30 "$routectl" set bluetooth >"$o" 2>"$e" &
+	setpid=$!
+	sleep "$delay"
+	bt disconnect "$a_addr"
+	set +e
+	wait "$setpid"
+	rc=$?
+	set -e
+	out=$(cat "$o") err=$(cat "$e")
+	rm -f "$o" "$e"
+	label="disconnect ${delay}s into set bluetooth"
+	if [ "$rc" = 0 ] || [ "$rc" = 1 ] || [ "$rc" = 3 ]; then ok "$label: exit $rc"; else
+		not_ok "$label: exit 0, 1 or 3" "exit $rc (124: hung)" "stdout: $out" "stderr: $err"
+	fi
+	wait_for "no card of $a_addr" sh -c "! pactl list short cards | grep -q '$a_card'" || true
+	settle
+	printed=$(printf '%s\n' "$out" | sed -n 's/^route  *//p')
+	now=$(rc query route)
+	after=$(since "$apply" route | tail -1)
+	if [ "$rc" = 1 ] && [ -z "$printed" ] && [ -n "$err" ]; then
+		ok "$label: failed with a reason: $(printf '%s' "$err" | head -1)"
+	elif [ "$printed" = "$now" ]; then
+		ok "$label: printed route $printed, read back $now"
+	elif [ "$printed" = bluetooth ] && [ "$rc" = 0 ] \
+		&& printf '%s\n' "$after" | grep -q "(was bluetooth) reason=old-device-unavailable"; then
+		ok "$label: printed bluetooth, then the fallback was reported: $now"
+	else
+		not_ok "$label: what routectl printed is what the server has" "exit $rc, printed: $printed, read back: $now" \
+			"stdout: $out" "stderr: $err" "events since:" "$(since "$apply" | sed 's/^/  /')"
+	fi
+	expect_eq "$label: the server's default is the speaker in the end" "$laptop analog-output-speaker" "$(server_route)"
+	expect_eq "$label: watch and watch --apply end on the route read back" \
+		"$now $now" "$(lines "$watch" route | tail -1 | cut -d' ' -f2) $(lines "$apply" route | tail -1 | cut -d' ' -f2)"
+done
+
+echo "-- the laptop: watch and watch --apply over the whole run"
+expect_eq "watch: the same route lines as watch --apply" "$(lines "$apply" route)" "$(lines "$watch" route)"
+expect_eq "watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
+stop_watchers
+
+# phone_tour KIND EARPIECE_PROFILE SPEAKER_PROFILE HEADPHONES_PROFILE: the phone's targets and its
+# headset jack, with a connected headset that is idle and not the route (rule 7).
+phone_tour() {
+	local kind=$1 ear_profile=$2 spk_profile=$3 hp_profile=$4 card=alsa_card.sim-$1
+	local ear=$card:"[Out] Earpiece" spk=$card:"[Out] Speaker" hp=$card:"[Out] Headphones"
+	cards_server "$kind"
+	echo "== $server on a simulated $kind with an idle connected headset"
+	connect "$a_addr" "$a_name" a2dp+hfp
+	start_watchers
+	wait_for "$kind: the headset is the route" sh -c "'$routectl' query route | grep -qx bluetooth" || true
+	settle
+	mark
+	run_rc rc set speaker --force
+	expect_rc "$kind: set speaker --force away from the headset: exit 0" 0
+	expect_match "$kind: set speaker --force: the speaker port (server)" " \[Out\] Speaker$" "$(server_route)"
+	settle
+	expect_step "$kind: set speaker --force: one route event" "route speaker (was bluetooth) reason=override output=$spk"
+	mark
+	run_rc rc set earpiece
+	expect_rc "$kind: set earpiece: exit 0" 0
+	expect_eq "$kind: set earpiece: the card's profile" "$ear_profile" "$(profile_of "$card")"
+	expect_match "$kind: set earpiece: the earpiece port (server)" " \[Out\] Earpiece$" "$(server_route)"
+	expect_eq "$kind: set earpiece: route read back" receiver "$(rc query route)"
+	expect_eq "$kind: set earpiece: route printed" "route     receiver" "$(printf '%s\n' "$out" | head -1)"
+	settle
+	expect_eq "$kind: set earpiece: still the earpiece once quiet (server)" receiver "$(rc query route)"
+	expect_step "$kind: set earpiece: one route event, override" "route receiver (was speaker) reason=override output=$ear"
+	mark
+	run_rc rc set speaker
+	expect_rc "$kind: set speaker: exit 0" 0
+	expect_eq "$kind: set speaker: a non-call profile" "$spk_profile" "$(profile_of "$card")"
+	expect_match "$kind: set speaker: the speaker port (server)" " \[Out\] Speaker$" "$(server_route)"
+	settle
+	expect_eq "$kind: set speaker: still the speaker once quiet" speaker "$(rc query route)"
+	expect_step "$kind: set speaker: one route event, override" "route speaker (was receiver) reason=override output=$spk"
+	mark
+	jack "$kind" headphone in
+	wait_line "$apply" 1 "^route headset" || true
+	wait_for "$kind: the headphones" sh -c "'$routectl' query route | grep -qx headset" || true
+	settle
+	expect_eq "$kind: headset jack: the profile with the headphones" "$hp_profile" "$(profile_of "$card")"
+	expect_match "$kind: headset jack: the headphones port (server)" " \[Out\] Headphones$" "$(server_route)"
+	expect_step "$kind: headset jack: arrives, takes the route, clears the override" \
+		"device-added headset $hp \"Headphones (Sim Phone)\"" \
+		"route headset (was speaker) reason=new-device-available output=$hp"
+	expect_cleared "$kind: headset jack: the override goes" "override-cleared speaker: '$hp' was connected"
+	mark
+	jack "$kind" headphone out
+	wait_line "$apply" 1 "reason=old-device-unavailable" || true
+	settle
+	# Rule 3: the next most recently connected external device, the idle headset.
+	expect_eq "$kind: headset pulled: the connected headset takes over (rule 3, server)" \
+		"$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+	expect_step "$kind: headset pulled: one route event to the headset" \
+		"device-removed headset $hp \"Headphones (Sim Phone)\"" \
+		"route bluetooth (was headset) reason=old-device-unavailable output=$a_card"
+	rc default earpiece >/dev/null
+	rc set earpiece --force >/dev/null
+	settle
+	expect_eq "$kind: set earpiece --force: the earpiece" receiver "$(rc query route)"
+	mark
+	run_rc rc clear
+	expect_rc "$kind: clear: exit 0" 0
+	expect_eq "$kind: clear: the connected headset has priority (rule 1)" bluetooth "$(rc query route)"
+	expect_eq "$kind: clear: the headset's sink (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+	settle
+	expect_step "$kind: clear: one route event, override" "route bluetooth (was receiver) reason=override output=$a_card"
+	expect_eq "$kind: watch and watch --apply saw the same route changes" "$(lines "$apply" route)" "$(lines "$watch" route)"
+	expect_eq "$kind: watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
+	stop_watchers
+	rc default speaker >/dev/null
+}
+echo "-- 5. a phone with an idle connected headset: routectl's own profile switch never picks it"
+phone_tour phone "Voice Call" HiFi HiFi
+phone_tour phone17 "HiFi (Earpiece, Mic)" "HiFi (Headphones, Mic, Speaker)" "HiFi (Headphones, Mic, Speaker)"
+
+summary
