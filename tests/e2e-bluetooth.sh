@@ -270,6 +270,7 @@ for delay in 0 0.02 0.05 0.1 0.2; do
 	wait "$setpid"
 	rc=$?
 	set -e
+	exited=$(date +%H:%M:%S.%3N)
 	out=$(cat "$o") err=$(cat "$e")
 	rm -f "$o" "$e"
 	label="disconnect ${delay}s into set bluetooth"
@@ -280,14 +281,14 @@ for delay in 0 0.02 0.05 0.1 0.2; do
 	settle
 	printed=$(printf '%s\n' "$out" | sed -n 's/^route  *//p')
 	now=$(rc query route)
-	after=$(since "$apply" route | tail -1)
+	removed_at=$(tail -n +"$((mark_apply + 1))" "$apply" | grep -m1 " device-removed bluetooth $a_card " | cut -d' ' -f1 || true)
+	echo "  (set exit $rc at $exited printing route '${printed}'; watch --apply saw the headset go at ${removed_at:-never}; route now $now)"
 	if [ "$rc" = 1 ] && [ -z "$printed" ] && [ -n "$err" ]; then
 		ok "$label: failed with a reason: $(printf '%s' "$err" | head -1)"
 	elif [ "$printed" = "$now" ]; then
 		ok "$label: printed route $printed, read back $now"
-	elif [ "$printed" = bluetooth ] && [ "$rc" = 0 ] \
-		&& printf '%s\n' "$after" | grep -q "(was bluetooth) reason=old-device-unavailable"; then
-		ok "$label: printed bluetooth, then the fallback was reported: $now"
+	elif [ "$printed" = bluetooth ] && [ "$rc" = 0 ] && [ -n "$removed_at" ] && [[ "$exited" < "$removed_at" || "$exited" = "$removed_at" ]]; then
+		ok "$label: printed bluetooth before the headset was seen to go"
 	else
 		not_ok "$label: what routectl printed is what the server has" "exit $rc, printed: $printed, read back: $now" \
 			"stdout: $out" "stderr: $err" "events since:" "$(since "$apply" | sed 's/^/  /')"
@@ -295,6 +296,15 @@ for delay in 0 0.02 0.05 0.1 0.2; do
 	expect_eq "$label: the server's default is the speaker in the end" "$laptop analog-output-speaker" "$(server_route)"
 	expect_eq "$label: watch and watch --apply end on the route read back" \
 		"$now $now" "$(lines "$watch" route | tail -1 | cut -d' ' -f2) $(lines "$apply" route | tail -1 | cut -d' ' -f2)"
+	if [ "$printed" = bluetooth ]; then
+		# routectl said the sound went to the headset: the watchers say so, and that it came back.
+		for file in "$watch" "$apply"; do
+			expect_eq "$label: $(mode "$file") reports the route routectl printed and the fallback" \
+				"$(printf '%s\n' "route bluetooth (was speaker) reason=override output=$a_card" \
+					"route speaker (was bluetooth) reason=old-device-unavailable output=$speaker_id")" \
+				"$(since "$file" route)"
+		done
+	fi
 done
 
 echo "-- the laptop: watch and watch --apply over the whole run"
