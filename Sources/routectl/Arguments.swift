@@ -101,9 +101,16 @@ enum Grammar {
                 override   the temporary override, or none
                 default    the persistent default: speaker or earpiece
                 external   yes when the route is Bluetooth or a headset
+                available  the kinds with a usable output
                 bluetooth, headset, receiver, speaker
                            yes when an output of that kind can be used
                 engaged    yes when a stream is playing on the route
+                other_audio
+                           yes when a stream is playing anywhere (JSON key other_audio_playing)
+                muted      yes when the output is muted
+                sink, port, description, server, output
+                           the output sound comes out of, and the server
+              Every top-level --json key is accepted as a FIELD too.
             """),
         CommandSpec(
             name: "set", arguments: "<target>", summary: "Set the temporary override and move the sound there.",
@@ -125,8 +132,8 @@ enum Grammar {
         CommandSpec(
             name: "clear", arguments: "", summary: "Drop the override and return to the default.",
             details: """
-              Removes the temporary override and routes to the persistent default, unless an external
-              device is the route, which keeps priority.
+              Removes the temporary override and lets the rules decide: an external device in use keeps
+              the sound; else the most recently connected one takes it; else the persistent default.
             """),
         CommandSpec(
             name: "default", arguments: "[speaker|earpiece]", summary: "Show or set the persistent default.",
@@ -152,7 +159,8 @@ enum Grammar {
             details: """
               One line per event, flushed; with --json one object per line (NDJSON). The first event is the
               current route with reason 'initial'. Events: route, device-added, device-removed,
-              override-cleared, interrupted, recovered, engaged, other-audio, input. When the server goes
+              override-cleared, interrupted, recovered, engaged, other-audio, input, lost (a slow reader
+              made watch drop events; the policy never waits on it). When the server goes
               away, 'interrupted', then reconnection with backoff and 'recovered'. SIGINT/SIGTERM end it
               (exit 0). One 'watch --apply' per user session.
             """),
@@ -167,7 +175,9 @@ enum Grammar {
             name: "devices", arguments: "", summary: "List outputs and inputs: kind, availability, which is active.",
             details: """
               '*' marks the output sound comes out of and the default input. AVAILABLE is yes, no (a jack
-              known to be unplugged) or profile (the output exists under another profile of its card).
+              known to be unplugged), jack (a built-in output a plugged jack hides: 'set --force' reaches
+              it) or profile (the output exists under another profile of its card). IDs are stable across
+              profile switches: CARD:PORT, the card for a Bluetooth device, else the sink or source name.
             """),
         CommandSpec(
             name: "dump", arguments: "", summary: "Print the server state as a snapshot (JSON).",
