@@ -98,18 +98,35 @@ public struct Watch {
         recentlyAdded = recentlyAdded.filter { clock - $0.value < 1 }
         for output in change.added { recentlyAdded[output.id] = clock }
         let events = Events.diff(change, own: externalSet(change), recentlyAdded: Set(recentlyAdded.keys))
+        if let held = hold, let reached = held.reached, let target = held.target,
+           change.removed.contains(where: { $0.id == target }) {
+            // The move got there, then its device went (a headset disconnecting as it was chosen):
+            // both happened, and each is reported.
+            hold = nil
+            guard reportRoute(reached, reason: held.reason) else { return false }
+        }
         if var held = hold {
-            held.note(arrived: held.isDone(next), at: clock)
-            // The output the route left went away after all: that was why the route moved.
+            let arrived = held.isDone(next)
+            held.note(arrived: arrived, at: clock)
+            if arrived { held.reached = Status(snapshot: next) }
+            // The output the route left went away after all: that was why the route moved; or its
+            // card switched profile (PipeWire drops the old sink a notification before it says so).
             if let departed = held.departed, change.removed.contains(where: { $0.id == departed }) {
                 held.reason = .oldDeviceUnavailable
+            } else if let card = held.departedCard, change.profileChanged.contains(card) {
+                held.reason = .categoryChange
             }
             hold = held
         }
         adoptIntent(next)
         guard apply else { return follow(change, next, events) }
         let preferences = try preferences()
-        let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback)
+        var decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback)
+        if decision.reason == .categoryChange, hold?.intent != nil {
+            // routectl's own profile switch is under way (set, clear): the card is not flipping by itself.
+            decision.request = nil
+            decision.reason = nil
+        }
         // The route event waits for routectl's own move, so that one user action is one route change.
         for event in events where decision.request == nil || event.type != "route" {
             if case let .route(_, _, reason, _) = event {
@@ -174,7 +191,7 @@ public struct Watch {
         }
         let preferences = (try? preferences()) ?? Preferences()
         let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: false)
-        if let request = decision.request, store.policyRunning {
+        if let request = decision.request, store.policyRunning, decision.reason != .categoryChange || hold?.intent == nil {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
             held.note(arrived: held.isDone(next), at: clocks.monotonic())
@@ -201,7 +218,9 @@ public struct Watch {
         adoptedIntent = intent.at
         var held = RouteHold(target: intent.output, reason: intent.reason, deadline: clocks.monotonic() + RouteHold.limit - age)
         held.intent = intent.at
-        held.note(arrived: held.isDone(next), at: clocks.monotonic())
+        let arrived = held.isDone(next)
+        held.note(arrived: arrived, at: clocks.monotonic())
+        if arrived { held.reached = Status(snapshot: next) }
         hold = held
     }
 
@@ -213,8 +232,10 @@ public struct Watch {
             // output gone (WirePlumber and a sleeping monitor): wait a moment before calling it a
             // client's pick. A virtual sink goes in one notification; it needs no wait.
             let departed = left.id
+            let departedCard = left.cardName
             var held = RouteHold(target: status.output?.id, reason: reason, deadline: clocks.monotonic() + RouteHold.departureWindow)
             held.departed = departed
+            held.departedCard = departedCard
             held.quietUntil = clocks.monotonic() + RouteHold.departureWindow
             hold = held
             return true
@@ -321,8 +342,11 @@ struct RouteHold {
     var request: RouteRequest?
     /// The intent this hold waits on (its time), whose `done` ends it.
     var intent: Int64?
-    /// The output the route left, when its going away would explain the move.
+    /// The output the route left, when its going away would explain the move, and its card.
     var departed: String?
+    var departedCard: String?
+    /// The status when the route last stood at the target.
+    var reached: Status?
     var reason: RouteChangeReason
     var preferredInput: String?
     var deadline: Double

@@ -80,6 +80,14 @@ public enum Policy {
                 decision.muteFallback = muteOnFallback && request.target.isBuiltIn
                 decision.reason = .oldDeviceUnavailable
             }
+        } else if let old = change.previous.output, let card = old.cardName, change.profileChanged.contains(card),
+                  change.current.output?.cardName != card, let target = RouteTarget(route: old.route),
+                  let same = change.current.outputs.first(where: { $0.id == old.id && $0.isAvailable }) {
+            // A profile flip (A2DP <-> HFP, HiFi <-> Voice Call) replaced the route's sink and the
+            // server parked the default on another card meanwhile: the same device keeps the sound.
+            // (Another port of the same card is the flipper's own choice, and stands.)
+            decision.request = RouteRequest(target: target, device: same.id, force: true)
+            decision.reason = .categoryChange
         } else if change.current.output == nil, change.previous.output != nil,
                   change.current.outputs.contains(where: { $0.sink != nil && $0.isAvailable }) {
             // The route's sink vanished (not an external device) and nothing took its place.

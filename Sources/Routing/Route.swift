@@ -22,6 +22,17 @@ public enum RouteTarget: String, CaseIterable, Sendable {
         self.init(rawValue: word)
     }
 
+    /// The target that asks for a route (none for `unknown`).
+    public init?(route: Route) {
+        switch route {
+        case .speaker: self = .speaker
+        case .receiver: self = .earpiece
+        case .bluetooth: self = .bluetooth
+        case .headset: self = .headset
+        case .unknown: return nil
+        }
+    }
+
     /// The route this target is satisfied by.
     public var route: Route {
         switch self {

@@ -212,6 +212,29 @@ import Testing
     }
 }
 
+@Suite struct ProfileFlipTests {
+    /// Another client switches the headset to HFP; its A2DP sink vanishes and the server parks the
+    /// default on the laptop meanwhile: one category-change, and the same headset keeps the sound.
+    @Test func aProfileFlipIsNotAPlugAndTheSameHeadsetKeepsTheSound() throws {
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        var parked = try fixture("sim/pulseaudio-bluetooth-hfp")
+        parked.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
+        for apply in [false, true] {
+            let server = FakeServer(a2dp)
+            server.script = [.change(parked)]
+            let store = FakeStore()
+            store.record = OverrideRecord(target: .speaker, setAt: 0, externals: ["bluez_card.00_11_22_33_44_55"])
+            let events = try WatchTests().run(server, store, apply: apply)
+            #expect(events.filter { $0.type.hasPrefix("device-") }.isEmpty, "apply: \(apply)")
+            #expect(store.record != nil, "a profile flip never clears the override")
+            if apply {
+                #expect(server.applied.first == [.setDefaultSink("bluez_sink.00_11_22_33_44_55.handsfree_head_unit")])
+                #expect(WatchTests().routes(events) == ["bluetooth initial", "bluetooth (was bluetooth) category-change"])
+            }
+        }
+    }
+}
+
 extension Snapshot {
     func jack(_ sink: String, _ port: String, _ availability: PortAvailability) -> Snapshot {
         var s = self
