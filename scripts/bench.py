@@ -47,8 +47,8 @@ def budget(rows, prefix):
     sys.exit(f"make bench: DESIGN.md §7 has no row starting {prefix!r}")
 
 
-def start_server(kind, directory, cards=""):
-    env = dict(os.environ, CARDS=cards)
+def start_server(kind, directory, cards="", bluetooth=False):
+    env = dict(os.environ, CARDS=cards, BLUETOOTH="1" if bluetooth else "")
     exports = subprocess.check_output([SERVER, "start", kind, directory], text=True, env=env)
     env = dict(os.environ)
     for line in exports.splitlines():
@@ -304,6 +304,39 @@ def set_bench(kind, limit):
             subprocess.call([SERVER, "stop", directory])
 
 
+def bluetooth_bench(env, directory, limit):
+    """A headset connecting through the BlueZ stand-in: from the moment `pactl subscribe` sees its card
+    appear to `watch --apply`'s route event (the headset takes the route, rule 1)."""
+    rounds = int(os.environ.get("BENCH_CONNECTS", "30"))
+    address = "00:1B:66:A1:B2:C3"
+    subprocess.check_call([SERVER, "bt", directory, "add", address, "Bench Headset", "a2dp"], env=env,
+                          stdout=subprocess.DEVNULL)
+    watch = Reader([ROUTECTL, "watch", "--apply", "--json"], env)
+    watch.wait_for('"initial"')
+    subscribe = Reader(["pactl", "subscribe"], env)
+    time.sleep(0.3)
+    after_card, total = [], []
+    for _ in range(rounds):
+        watch.drain()
+        subscribe.drain()
+        start = time.perf_counter()
+        subprocess.check_call([SERVER, "bt", directory, "connect", address], env=env, stdout=subprocess.DEVNULL)
+        seen_card = subscribe.wait_for("'new' on card")
+        seen_ours = watch.wait_for('"route":"bluetooth"')
+        after_card.append(seen_ours - seen_card)
+        total.append(seen_ours - start)
+        subprocess.check_call([SERVER, "bt", directory, "disconnect", address], env=env, stdout=subprocess.DEVNULL)
+        watch.wait_for('"type":"route"')
+    subscribe.stop()
+    watch.stop()
+    p99 = percentile(after_card, 99)
+    print(f"Bluetooth connect to route event, {rounds} connects (watch --apply)")
+    print(f"  connect asked -> route event   p50 {ms(percentile(total, 50))}  p99 {ms(percentile(total, 99))}")
+    print(f"  card appears -> route event    p50 {ms(percentile(after_card, 50))}  p99 {ms(p99)} "
+          f"(budget {limit * 1000:.0f} ms p99): " + verdict(p99 <= limit))
+    return p99 <= limit
+
+
 def ms(v):
     return f"{v * 1000:6.2f} ms"
 
@@ -318,7 +351,7 @@ def main():
     results = []
     for kind in servers:
         with tempfile.TemporaryDirectory(prefix=f"routectl-bench-{kind}.") as directory:
-            env = start_server(kind, directory, cards="laptop")
+            env = start_server(kind, directory, cards="laptop", bluetooth=True)
             try:
                 print(f"== {kind}: {ROUNDS} alternating rounds on a private server with a simulated laptop ({directory})")
                 results += [
@@ -329,6 +362,7 @@ def main():
                             [ROUTECTL, "--json", "query"], ["pactl", "-f", "json", "list", "sinks"],
                             budget(rows, "`routectl --json query`"), env),
                     jack_bench(env, directory, budget(rows, "jack plug")),
+                    bluetooth_bench(env, directory, budget(rows, "Bluetooth connect")),
                     watch_bench(kind, env, directory, budget(rows, "`watch` event")),
                 ]
             finally:
