@@ -101,6 +101,16 @@ expect_eq "bash completes output ids after --device" "$speaker_id" \
 	"$(complete_words routectl set speaker --device alsa_card.sim-laptop:analog-output-s)"
 expect_eq "bash completes input ids after input set" "alsa_card.sim-laptop:analog-input-internal-mic" \
 	"$(complete_words routectl input set alsa_card.sim-laptop:analog-input-int)"
+echo "-- input set takes the ids devices prints (CARD:PORT), a microphone port too"
+jack laptop mic in
+wait_for "the mic jack" sh -c "'$routectl' devices | grep -q ' yes  *alsa_card.sim-laptop:analog-input-mic '"
+run_rc rc input set alsa_card.sim-laptop:analog-input-mic
+expect_rc "input set CARD:PORT: exit 0" 0
+expect_eq "input set CARD:PORT: the source's port, read back from the server" "analog-input-mic" \
+	"$(LC_ALL=C pactl -f json list sources | python3 -c 'import json,sys; print([s["active_port"] for s in json.load(sys.stdin) if s["name"] == "alsa_input.sim-laptop.analog-stereo"][0])')"
+expect_eq "input set CARD:PORT: remembered by its id" alsa_card.sim-laptop:analog-input-mic "$(json_get preferred_input <"$XDG_STATE_HOME/routectl/state.json")"
+rc input clear >/dev/null
+jack laptop mic out
 start_watchers
 expected=("route speaker reason=initial output=$speaker_id")
 

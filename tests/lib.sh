@@ -125,6 +125,8 @@ e2e_setup() {
 	suite=$1 server=$2
 	routectl=${3:-$root/.build/release/routectl}
 	[ -x "$routectl" ] || { echo "e2e: no routectl at $routectl (run make build)" >&2; exit 1; }
+	# Absolute, so that checks which run it from another directory still find it (make passes it relative).
+	routectl=$(cd "$(dirname "$routectl")" && pwd)/$(basename "$routectl")
 	dir=$(mktemp -d "/tmp/routectl-$1-$server.XXXXXX")
 	trap e2e_cleanup EXIT
 	eval "$("$root/scripts/server.sh" start "$server" "$dir")"

@@ -22,6 +22,9 @@ extension PulseConnection {
         for sig in [SIGINT, SIGTERM] {
             pa_signal_new(sig, { _, _, _, _ in stopRequested = true }, nil)
         }
+        // SIGHUP (a closed terminal, `systemctl reload`) must not kill the policy: the state files are
+        // read afresh at every change anyway, so there is nothing else to reload.
+        pa_signal_new(SIGHUP, { _, _, _, _ in }, nil)
         // A pipe whose reader closed reports POLLERR on its write end: end quietly, as promised.
         var st = stat()
         if fstat(1, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO || (st.st_mode & S_IFMT) == S_IFSOCK {
