@@ -87,6 +87,30 @@ public struct Change: Sendable {
 }
 
 public enum Events {
+    /// Text a device or server supplied, safe on one line of `watch`'s text output: control
+    /// characters, quotes and backslashes are escaped, so a description cannot end the line or fake
+    /// another event. JSON escapes on its own.
+    public static func escapedForLine(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && scalar.value < 0xA0) {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out
+    }
+
     /// The events of one change. `ownTarget` is the output routectl itself just switched to, if any,
     /// with the reason it did so (`override` for `set`, or the device change the policy answered).
     ///

@@ -43,28 +43,8 @@ enum EventRenderer {
         return "\(stamp) \(event.type) \(detail)"
     }
 
-    /// Text a device or server supplied, safe on one line: control characters, quotes and backslashes
-    /// are escaped, so a description cannot end the line or fake another event. JSON escapes on its own.
-    static func escaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && scalar.value < 0xA0) {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out
-    }
+    /// Text a device or server supplied, safe on one line (see `Events.escapedForLine`).
+    static func escaped(_ text: String) -> String { Events.escapedForLine(text) }
 
     /// The NDJSON object; keys are documented in routectl(1) and never renamed.
     static func object(_ event: Event, _ time: timespec) -> JSON {

@@ -173,4 +173,12 @@ struct PolicyRun {
                               preferences: Preferences(preferredInput: "usb-mic"), muteOnFallback: false)
         #expect(d.restoreInput?.id == "usb-mic")
     }
+
+    @Test func aDescriptionCannotForgeAnEventLine() {
+        let forged = "x\" reason=initial\n00:00:00.000 route speaker\u{1b}[2J\\"
+        let line = Events.escapedForLine(forged)
+        #expect(!line.contains("\n") && !line.contains("\u{1b}"))
+        #expect(line == #"x\" reason=initial\n00:00:00.000 route speaker\x1b[2J\\"#)
+        #expect(Events.escapedForLine("Écouteurs WH-1000XM4") == "Écouteurs WH-1000XM4", "printable text is left alone")
+    }
 }
