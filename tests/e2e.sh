@@ -164,6 +164,15 @@ print(" ".join(sorted(set(walk(json.load(sys.stdin))))))'); do
 done
 rc clear >/dev/null 2>&1 || true
 
+echo "-- tables: cut to a narrow terminal, whole lines in a pipe"
+narrow=$(script -qc "stty cols 60; '$routectl' --snapshot '$root/Tests/RoutingTests/Fixtures/sim/pulseaudio-all.json' devices" /dev/null | tr -d '\r')
+expect_match "a 60-column terminal: long descriptions end in an ellipsis" "Speaker…$" "$(printf '%s\n' "$narrow" | grep 'analog-output-speaker ')"
+expect_match "a pipe: the whole description" "Speakers \(Built-in Audio\)$" \
+	"$(rc --snapshot "$root/Tests/RoutingTests/Fixtures/sim/pulseaudio-all.json" devices | grep 'analog-output-speaker ')"
+current=$(rc query route)
+run_rc rc --json wait "$current" --timeout 1
+expect_eq "wait --json: one JSON object" "{\"route\":\"$current\"}" "$out"
+
 echo "-- --snapshot answers from the dump alone, live state untouched"
 rc default earpiece >/dev/null
 rc dump >"$dir/state-dump.json"

@@ -44,21 +44,76 @@ enum Console {
         }
     }
 
-    /// Pads columns to the widest cell of each, two spaces apart; the last column is not padded.
+    /// Pads columns to the widest cell of each, two spaces apart, by display width (a CJK character
+    /// takes two columns, a combining mark none); the last column is not padded and, on a terminal,
+    /// is cut to its width with an ellipsis.
     static func table(_ rows: [[String]], indent: String = "") -> String {
         guard let width = rows.map(\.count).max() else { return "" }
         var widths = [Int](repeating: 0, count: width)
-        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], displayWidth(cell)) } }
+        let limit = terminalColumns()
         var out = ""
         for row in rows {
             var line = indent
+            var used = displayWidth(indent)
             for (i, cell) in row.enumerated() {
-                line += cell
-                if i < row.count - 1 { line += String(repeating: " ", count: widths[i] - cell.count + 2) }
+                if i == row.count - 1, let limit {
+                    line += truncated(cell, to: max(8, limit - used))
+                } else {
+                    line += cell
+                }
+                if i < row.count - 1 {
+                    let pad = widths[i] - displayWidth(cell) + 2
+                    line += String(repeating: " ", count: pad)
+                    used += displayWidth(cell) + pad
+                }
             }
             while line.hasSuffix(" ") { line.removeLast() }
             out += line + "\n"
         }
         return out
+    }
+
+    /// Columns a string takes on a terminal: wide East Asian characters two, combining marks and
+    /// zero-width characters none, the rest one.
+    static func displayWidth(_ text: String) -> Int {
+        text.unicodeScalars.reduce(0) { $0 + width(of: $1) }
+    }
+
+    static func width(of scalar: Unicode.Scalar) -> Int {
+        let v = scalar.value
+        if v == 0x200B || (0x0300...0x036F).contains(v) || (0x1AB0...0x1AFF).contains(v) || (0x20D0...0x20FF).contains(v)
+            || (0xFE00...0xFE0F).contains(v) || v == 0xFEFF {
+            return 0
+        }
+        if (0x1100...0x115F).contains(v) || (0x2E80...0xA4CF).contains(v) || (0xAC00...0xD7A3).contains(v)
+            || (0xF900...0xFAFF).contains(v) || (0xFE30...0xFE4F).contains(v) || (0xFF00...0xFF60).contains(v)
+            || (0xFFE0...0xFFE6).contains(v) || (0x1F300...0x1F64F).contains(v) || (0x1F900...0x1F9FF).contains(v)
+            || (0x20000...0x3FFFD).contains(v) {
+            return 2
+        }
+        return 1
+    }
+
+    /// `text` cut to `columns` display columns, ending in an ellipsis when it was longer.
+    static func truncated(_ text: String, to columns: Int) -> String {
+        guard displayWidth(text) > columns else { return text }
+        var out = ""
+        var used = 0
+        for character in text {
+            let w = displayWidth(String(character))
+            if used + w > columns - 1 { break }
+            out.append(character)
+            used += w
+        }
+        return out + "…"
+    }
+
+    /// The terminal's width when stdout is one; nil for pipes and files (scripts get whole lines).
+    static func terminalColumns() -> Int? {
+        guard isatty(1) == 1 else { return nil }
+        var size = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
     }
 }

@@ -16,7 +16,11 @@ enum WaitCommand {
             while true {
                 let status = Status(snapshot: try connection.snapshot(timeout: options.timeout))
                 if status.route == route {
-                    if !options.quiet { Console.out("\(route.rawValue)\n") }
+                    if options.json {
+                        Console.out(JSON.object([("route", .string(route.rawValue))]).text + "\n")
+                    } else if !options.quiet {
+                        Console.out("\(route.rawValue)\n")
+                    }
                     return .ok
                 }
                 let remaining = deadline.map { $0 - Clock.monotonicSeconds() }
