@@ -32,21 +32,6 @@ else
 	bt_sink() { echo "bluez_output.${1//:/_}.1"; }
 fi
 
-# What the server says, not what routectl says: the default sink and its active port, a card's profile.
-server_route() {
-	local sink
-	sink=$(pactl get-default-sink)
-	printf '%s %s\n' "$sink" "$(LC_ALL=C pactl -f json list sinks | python3 -c '
-import json, sys
-for s in json.load(sys.stdin):
-    if s["name"] == sys.argv[1]: print(s["active_port"])' "$sink")"
-}
-server_is() { [ "$(server_route)" = "$1" ]; }
-default_is() { [ "$(pactl get-default-sink)" = "$1" ]; }
-profile_of() { LC_ALL=C pactl -f json list cards | python3 -c '
-import json, sys
-for c in json.load(sys.stdin):
-    if c["name"] == sys.argv[1]: print(c["active_profile"])' "$1"; }
 # profile_is CARD PROFILE: the active profile is PROFILE, or PipeWire's codec variant of it.
 profile_is() { [[ "$(profile_of "$1")" =~ ^$2(-[a-z0-9_]+)?$ ]]; }
 card_present() { pactl list short cards | grep -q "	$1	"; }
@@ -63,34 +48,7 @@ disconnect() {
 	bt disconnect "$1"
 	wait_for "no card of $1" sh -c "! pactl list short cards | grep -q 'bluez_card.${1//:/_}'"
 }
-quiet() {
-	local before after i
-	for i in $(seq 1 50); do
-		before=$(cat "$@" | wc -c)
-		sleep 0.6
-		after=$(cat "$@" | wc -c)
-		[ "$before" = "$after" ] && return 0
-	done
-	echo "  never quiet: $*" >&2
-	return 1
-}
-start_watchers() {
-	watch=$dir/watch.txt apply=$dir/apply.txt
-	: >"$dir/watch.err" >"$dir/apply.err"
-	"$routectl" watch >"$watch" 2>"$dir/watch.err" &
-	watchers+=($!)
-	"$routectl" watch --apply >"$apply" 2>"$dir/apply.err" &
-	watchers+=($!)
-	wait_line "$watch" 1 "^route .* reason=initial"
-	wait_line "$apply" 1 "^route .* reason=initial"
-	mark
-}
-stop_watchers() {
-	for pid in "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-	watchers=()
-}
 # mark / since FILE [TYPE...]: the event lines printed since the last mark (time stamps cut).
-mark() { mark_watch=$(wc -l <"$watch") mark_apply=$(wc -l <"$apply"); }
 since() {
 	local file=$1 from
 	shift

@@ -20,19 +20,6 @@ speaker_id=alsa_card.sim-laptop:analog-output-speaker
 phones_id=alsa_card.sim-laptop:analog-output-headphones
 hdmi_id=alsa_card.sim-hdmi:hdmi-output-0
 
-# What the server says, not what routectl says: the default sink and its active port, a card's profile.
-server_route() {
-	local sink
-	sink=$(pactl get-default-sink)
-	printf '%s %s\n' "$sink" "$(LC_ALL=C pactl -f json list sinks | python3 -c '
-import json, sys
-for s in json.load(sys.stdin):
-    if s["name"] == sys.argv[1]: print(s["active_port"])' "$sink")"
-}
-profile_of() { LC_ALL=C pactl -f json list cards | python3 -c '
-import json, sys
-for c in json.load(sys.stdin):
-    if c["name"] == sys.argv[1]: print(c["active_profile"])' "$1"; }
 sink_of_stream() { # the sink name a stream (by media.name) plays on
 	LC_ALL=C pactl -f json list sink-inputs | python3 -c '
 import json, subprocess, sys
@@ -40,37 +27,10 @@ sinks = {s["index"]: s["name"] for s in json.loads(subprocess.check_output(["pac
 for i in json.load(sys.stdin):
     if i["properties"].get("media.name") == sys.argv[1]: print(sinks.get(i["sink"], "?"))' "$1"
 }
-server_is() { [ "$(server_route)" = "$1" ]; }
 play() { # play NAME [SINK]: a stream that stays until the test ends
 	pacat --raw --client-name="$1" --stream-name="$1" ${2:+--device="$2"} </dev/zero >/dev/null 2>&1 &
 	players+=($!)
 	wait_for "stream $1" sh -c "pactl list sink-inputs | grep -q 'media.name = \"$1\"'"
-}
-# quiet FILE...: waits until the files have not grown for 0.6 s (the servers' own policies act within
-# ~0.3 s), so that a fight between routectl and the server would show in them; at most 10 s.
-quiet() {
-	local before after i
-	for i in $(seq 1 50); do
-		before=$(cat "$@" | wc -c)
-		sleep 0.6
-		after=$(cat "$@" | wc -c)
-		[ "$before" = "$after" ] && return 0
-	done
-	echo "  never quiet: $*" >&2
-	return 1
-}
-start_watchers() {
-	watch=$dir/watch.txt apply=$dir/apply.txt
-	"$routectl" watch >"$watch" 2>"$dir/watch.err" &
-	watchers+=($!)
-	"$routectl" watch --apply >"$apply" 2>"$dir/apply.err" &
-	watchers+=($!)
-	wait_line "$watch" 1 "^route .* reason=initial"
-	wait_line "$apply" 1 "^route .* reason=initial"
-}
-stop_watchers() {
-	for pid in "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-	watchers=()
 }
 # expect_both NAME LINE: the line is in both watchers' output, exactly once each.
 expect_both() {

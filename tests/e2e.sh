@@ -6,7 +6,6 @@ set -euo pipefail
 player=
 before_cleanup() { [ -z "$player" ] || kill "$player" 2>/dev/null; }
 e2e_setup e2e "${1:?usage: e2e.sh pulseaudio|pipewire [routectl]}" "${2:-}"
-default_is() { [ "$(pactl get-default-sink)" = "$1" ]; }
 
 echo "== $server: $(pactl info | sed -n 's/^Server Name: //p')"
 for kind in speaker earpiece headset bluetooth hdmi; do

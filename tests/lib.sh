@@ -172,3 +172,52 @@ e2e_cleanup() {
 rc() { "$routectl" "$@"; }
 plug() { "$root/scripts/server.sh" plug "$dir" "$1" "$2"; wait_for "sink $2" sh -c "pactl list short sinks | grep -q '$2'"; }
 unplug() { "$root/scripts/server.sh" unplug "$dir" "$1"; wait_for "no sink $1" sh -c "! pactl list short sinks | grep -q '$1'"; }
+
+# What the server says, not what routectl says: the default sink and its active port, a card's profile.
+server_route() {
+	local sink
+	sink=$(pactl get-default-sink)
+	printf '%s %s\n' "$sink" "$(LC_ALL=C pactl -f json list sinks | python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    if s["name"] == sys.argv[1]: print(s["active_port"])' "$sink")"
+}
+server_is() { [ "$(server_route)" = "$1" ]; }
+default_is() { [ "$(pactl get-default-sink)" = "$1" ]; }
+profile_of() { LC_ALL=C pactl -f json list cards | python3 -c '
+import json, sys
+for c in json.load(sys.stdin):
+    if c["name"] == sys.argv[1]: print(c["active_profile"])' "$1"; }
+
+# quiet FILE...: waits until the files have not grown for 0.6 s (the servers' own policies act within
+# ~0.3 s), so that a fight between routectl and the server would show in them; at most 30 s.
+quiet() {
+	local before after i
+	for i in $(seq 1 50); do
+		before=$(cat "$@" | wc -c)
+		sleep 0.6
+		after=$(cat "$@" | wc -c)
+		[ "$before" = "$after" ] && return 0
+	done
+	echo "  never quiet: $*" >&2
+	return 1
+}
+
+# start_watchers / stop_watchers: plain watch and watch --apply side by side, text events in $watch
+# and $apply (the script keeps a watchers=() array for its cleanup); mark notes where they stand.
+start_watchers() {
+	watch=$dir/watch.txt apply=$dir/apply.txt
+	: >"$dir/watch.err" >"$dir/apply.err"
+	"$routectl" watch >"$watch" 2>"$dir/watch.err" &
+	watchers+=($!)
+	"$routectl" watch --apply >"$apply" 2>"$dir/apply.err" &
+	watchers+=($!)
+	wait_line "$watch" 1 "^route .* reason=initial"
+	wait_line "$apply" 1 "^route .* reason=initial"
+	mark
+}
+stop_watchers() {
+	for pid in "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+	watchers=()
+}
+mark() { mark_watch=$(wc -l <"$watch") mark_apply=$(wc -l <"$apply"); }
