@@ -274,12 +274,16 @@ for delay in 0 0.02 0.05 0.1 0.2; do
 	expect_eq "$label: watch and watch --apply end on the route read back" \
 		"$now $now" "$(lines "$watch" route | tail -1 | cut -d' ' -f2) $(lines "$apply" route | tail -1 | cut -d' ' -f2)"
 	if [ "$printed" = bluetooth ]; then
-		# routectl said the sound went to the headset: the watchers say so, and that it came back.
+		# routectl said the sound went to the headset: the watchers say so, and that it came back; or,
+		# when the headset was default for less than one notification burst (each burst is one
+		# refetch, DESIGN.md §3), neither saw a route change at all. Never a half of it.
+		pair=$(printf '%s\n' "route bluetooth (was speaker) reason=override output=$a_card" \
+			"route speaker (was bluetooth) reason=old-device-unavailable output=$speaker_id")
 		for file in "$watch" "$apply"; do
-			expect_eq "$label: $(mode "$file") reports the route routectl printed and the fallback" \
-				"$(printf '%s\n' "route bluetooth (was speaker) reason=override output=$a_card" \
-					"route speaker (was bluetooth) reason=old-device-unavailable output=$speaker_id")" \
-				"$(since "$file" route)"
+			got=$(since "$file" route)
+			if [ "$got" = "$pair" ] || [ -z "$got" ]; then ok "$label: $(mode "$file") reports the move and the fallback, or a burst held both"; else
+				not_ok "$label: $(mode "$file") reports the route routectl printed and the fallback" "expected: $pair" "(or nothing)" "actual: $got"
+			fi
 		done
 	fi
 done

@@ -183,7 +183,10 @@ printf 'garbage' >"$override"
 run_rc rc set speaker
 expect_rc "corrupt override: exit 5" 5
 expect_eq "corrupt override: unchanged" garbage "$(cat "$override")"
-rm "$override"
+run_rc rc clear
+expect_rc "clear over a corrupt override: exit 0 (removing it is what clear does)" 0
+expect_match "clear over a corrupt override: says so" "^routectl: note: removed an unreadable override" "$err"
+expect_eq "clear over a corrupt override: gone" no "$([ -e "$override" ] && echo yes || echo no)"
 
 echo "-- directories are private; a runtime dir of another user is refused"
 expect_eq "state dir is 0700" 700 "$(stat -c %a "$XDG_STATE_HOME/routectl")"

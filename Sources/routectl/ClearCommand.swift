@@ -1,6 +1,7 @@
 import Engine
 import Pulse
 import Routing
+import Store
 
 /// `routectl clear`: drop the override and let the rules decide; the report `set` and `clear` share.
 extension RouteCommands {
@@ -8,7 +9,19 @@ extension RouteCommands {
 
     static func clear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
         let store = State.store()
-        let (lock, persistent, _) = try lockedState(store)
+        let lock: FileLock
+        let persistent: PersistentState
+        do {
+            lock = try store.lockOverride()
+            persistent = try store.loadPersistent()
+            // An override file that cannot be read is what `clear` removes: say so, do not refuse.
+            if case .failure(let error) = Swift.Result(catching: { () throws(StateError) in try store.loadOverride() }) {
+                try store.removeOverride()
+                if !options.quiet { Console.err("routectl: note: removed an unreadable override (\(error))\n") }
+            }
+        } catch {
+            throw State.failure(error)
+        }
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
         // Without the override the rules decide: an external device in use keeps the sound (rule 2);
