@@ -48,9 +48,19 @@ public struct RouteApplier {
         // the default sink before it follow (rule 5).
         let context = PlanContext(preferredInput: preferredInput, before: Status(snapshot: snapshot).output,
                                   previousDefaultSink: snapshot.server.defaultSinkName)
-        for _ in 0..<3 {
+        for _ in 0..<4 {
             let plan: Plan
             do { plan = try Planner.plan(snapshot, request, context) } catch { throw .planning(error) }
+            if plan.actions.isEmpty, plan.needsReplan {
+                // The output's sink is on its way (its card is there, in the right profile): wait for it.
+                do {
+                    guard try server.waitForChanges(timeout: Self.settleSeconds) else { break }
+                    snapshot = try server.snapshot(timeout: timeout)
+                } catch {
+                    throw .server(error)
+                }
+                continue
+            }
             guard !plan.actions.isEmpty else { return Result(snapshot: snapshot, plan: plan) }
             if let output = plan.output, announced?.output != output.id {
                 announced = RouteIntent(output: output.id, reason: reason, at: clocks.wallMilliseconds())

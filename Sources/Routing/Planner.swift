@@ -169,7 +169,9 @@ public enum Planner {
         guard !output.profiles.isEmpty else { return nil }
         let ofKind = output.profiles.filter { isCallProfile($0) == context.inCall }
         let pool = ofKind.isEmpty ? output.profiles : ofKind
-        if output.sink != nil, let current = output.cardProfile, pool.contains(current) { return nil }
+        // The current profile holds it: no switch (when its sink is not there yet, it is on its way:
+        // a Bluetooth card appears a moment before its sink on PipeWire).
+        if let current = output.cardProfile, pool.contains(current) { return nil }
         if output.sink != nil, ofKind.isEmpty { return nil }
         return pool.first
     }
@@ -194,7 +196,9 @@ public enum Planner {
             return Plan(outcome: outcome, actions: [.setCardProfile(card: card, profile: profile)], output: output, needsReplan: true)
         }
         guard let sinkName = output.sink, let sink = snapshot.sinks.first(where: { $0.name == sinkName }) else {
-            return Plan(outcome: outcome, actions: [], output: nil, needsReplan: false)
+            // Its card's profile holds it but its sink has not appeared yet: wait for it, then plan again.
+            let coming = output.cardProfile.map(output.profiles.contains) ?? false
+            return Plan(outcome: outcome, actions: [], output: coming ? output : nil, needsReplan: coming)
         }
         var actions: [Action] = []
         if let port = output.port, sink.activePort != port { actions.append(.setSinkPort(sink: sink.name, port: port)) }
