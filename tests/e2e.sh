@@ -184,6 +184,13 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["routectl"]; 
 	"$dir/state-dump.json" "$dir/plain-dump.json"
 expect_eq "--snapshot of a plain pactl-shaped dump: routectl's defaults" speaker "$(rc --snapshot "$dir/plain-dump.json" query target)"
 
+echo "-- routectl's own state needs no server"
+for field in override default target; do
+	run_rc env PULSE_SERVER="unix:$dir/nothing-here" "$routectl" --timeout 1 query "$field"
+	expect_rc "no server: query $field: exit 0" 0
+	expect_eq "no server: query $field: the stored value" "$(rc query "$field")" "$out"
+done
+
 echo "-- no server: exit 4 within the timeout"
 start=$(date +%s%N)
 run_rc env PULSE_SERVER="unix:$dir/nothing-here" "$routectl" --timeout 1 query

@@ -42,6 +42,15 @@ enum RouteCtl {
                                ("libpulse_linked", .string(PulseLibrary.libraryVersion))]).text + "\n"
                 : Help.versionText)
         case let .query(field):
+            if options.snapshot == nil, let field, [.override, .default, .target].contains(field) {
+                // routectl's own state needs no server; with one, an override a device change made
+                // stale is cleared first, as for the full status.
+                let live = try? ServerAccess.snapshot(options)
+                let status = live.map { Status(snapshot: $0) }
+                let preferences = try State.preferences(State.store(), current: status, quiet: options.quiet)
+                return write(QueryCommand.render(status ?? Status(snapshot: Snapshot(server: ServerInfo(name: "", version: ""))),
+                                                 preferences: preferences, field: field, json: options.json))
+            }
             let snapshot = try ServerAccess.snapshot(options)
             let status = Status(snapshot: snapshot)
             return write(QueryCommand.render(status, preferences: try preferences(for: snapshot, options), field: field, json: options.json))
