@@ -319,7 +319,6 @@ SND_CTL_PLUGIN_DEFINE_FUNC(routectl_sim)
 	snd_config_iterator_t i, next;
 	const char *card = "0", *dir = getenv("ROUTECTL_SIM_DIR");
 	char cardbuf[16];
-	long cardnum;
 	int err, n;
 	(void)root;
 
@@ -331,11 +330,7 @@ SND_CTL_PLUGIN_DEFINE_FUNC(routectl_sim)
 		if (!strcmp(key, "comment") || !strcmp(key, "type") || !strcmp(key, "hint"))
 			continue;
 		if (!strcmp(key, "card")) {
-			/* CARD arrives as a string or, after @args expansion, an integer. */
-			if (snd_config_get_integer(n, &cardnum) == 0) {
-				snprintf(cardbuf, sizeof(cardbuf), "%ld", cardnum);
-				card = cardbuf;
-			} else if (snd_config_get_string(n, &card) < 0)
+			if (sim_config_card(n, cardbuf, sizeof(cardbuf), &card) < 0)
 				return -EINVAL;
 			continue;
 		}

@@ -229,7 +229,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(routectl_sim)
 	snd_config_iterator_t i, next;
 	const char *card = "0", *kind = "hw", *dir = getenv("ROUTECTL_SIM_DIR");
 	char cardbuf[16];
-	long dev = 0, cardnum;
+	long dev = 0;
 	int err, n;
 	(void)root;
 
@@ -241,11 +241,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(routectl_sim)
 		if (!strcmp(key, "comment") || !strcmp(key, "type") || !strcmp(key, "hint"))
 			continue;
 		if (!strcmp(key, "card")) {
-			/* CARD arrives as a string or, after @args expansion, an integer. */
-			if (snd_config_get_integer(c, &cardnum) == 0) {
-				snprintf(cardbuf, sizeof(cardbuf), "%ld", cardnum);
-				card = cardbuf;
-			} else if (snd_config_get_string(c, &card) < 0)
+			if (sim_config_card(c, cardbuf, sizeof(cardbuf), &card) < 0)
 				return -EINVAL;
 		} else if (!strcmp(key, "device")) {
 			if (snd_config_get_integer(c, &dev) < 0)

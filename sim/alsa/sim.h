@@ -68,4 +68,19 @@ static inline int sim_card_index(const char *dir, const char *card)
 	return -ENODEV;
 }
 
+#ifdef __ALSA_CONF_H
+/* A plugin's `card` argument: a string, or an integer once @args are expanded. Points *card at the
+ * string (buf holds the digits of an integer); 0, or -EINVAL. */
+static inline int sim_config_card(snd_config_t *n, char *buf, size_t size, const char **card)
+{
+	long number;
+	if (snd_config_get_integer(n, &number) == 0) {
+		snprintf(buf, size, "%ld", number);
+		*card = buf;
+		return 0;
+	}
+	return snd_config_get_string(n, card) < 0 ? -EINVAL : 0;
+}
+#endif
+
 #endif

@@ -99,12 +99,10 @@ static int real_snd_node(const char *path)
 	return path && strncmp(path, "/dev/snd/", 9) == 0;
 }
 
-/* open(): alsa-lib's snd_open_device() opens /dev/snd/controlCN with it. */
-int open(const char *path, int flags, ...)
+/* The open() and open64() interceptions: a simulated card's control node is faked, a real /dev/snd
+ * node is refused, everything else goes to the C library's own function of that name. */
+static int sim_open(int (**real)(const char *, int, ...), const char *name, const char *path, int flags, mode_t mode)
 {
-	static int (*real)(const char *, int, ...);
-	va_list ap;
-	mode_t mode = 0;
 	int card = fake_control_card(path);
 	if (card >= 0)
 		return fake_open(card, flags);
@@ -112,13 +110,22 @@ int open(const char *path, int flags, ...)
 		errno = ENOENT;
 		return -1;
 	}
-	if (!real)
-		real = dlsym(RTLD_NEXT, "open");
+	if (!*real)
+		*real = dlsym(RTLD_NEXT, name);
+	return (*real)(path, flags, mode);
+}
+
+/* open(): alsa-lib's snd_open_device() opens /dev/snd/controlCN with it. */
+int open(const char *path, int flags, ...)
+{
+	static int (*real)(const char *, int, ...);
+	va_list ap;
+	mode_t mode = 0;
 	va_start(ap, flags);
 	if (flags & (O_CREAT | O_TMPFILE))
 		mode = va_arg(ap, mode_t);
 	va_end(ap);
-	return real(path, flags, mode);
+	return sim_open(&real, "open", path, flags, mode);
 }
 
 /* open64(): the same entry for code built with large-file names. */
@@ -127,20 +134,11 @@ int open64(const char *path, int flags, ...)
 	static int (*real)(const char *, int, ...);
 	va_list ap;
 	mode_t mode = 0;
-	int card = fake_control_card(path);
-	if (card >= 0)
-		return fake_open(card, flags);
-	if (real_snd_node(path)) {
-		errno = ENOENT;
-		return -1;
-	}
-	if (!real)
-		real = dlsym(RTLD_NEXT, "open64");
 	va_start(ap, flags);
 	if (flags & (O_CREAT | O_TMPFILE))
 		mode = va_arg(ap, mode_t);
 	va_end(ap);
-	return real(path, flags, mode);
+	return sim_open(&real, "open64", path, flags, mode);
 }
 
 /* __open_2() and __open64_2(): what open() compiles to under _FORTIFY_SOURCE when the flags are
