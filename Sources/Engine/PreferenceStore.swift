@@ -16,6 +16,15 @@ public protocol PreferenceStore: AnyObject {
     var policyRunning: Bool { get }
     /// The sink `--mute-on-fallback` muted, so that only it is unmuted later (nil: none).
     var mutedByRoutectl: String? { get set }
+    /// Holds the lock that serialises the commands changing the route (`set`, `clear`, `call`) until
+    /// the returned token is released.
+    func lockRoute() throws -> AnyObject
+    /// The call in progress (`call.json`), if any.
+    func callRecord() throws -> CallRecord?
+    func saveCall(_ record: CallRecord) throws
+    func removeCall() throws
+    /// Replaces the stored override (nil removes it): a call sets it aside and puts it back.
+    func replaceOverride(_ record: OverrideRecord?) throws
 }
 
 /// The clocks the Engine reads, injectable so tests can run time forward.

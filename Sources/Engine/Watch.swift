@@ -30,6 +30,8 @@ public struct Watch {
     /// Outputs that appeared in the last second, by id, with the monotonic time they did: a switch to
     /// one within that window is the server's reaction to its arrival (DESIGN.md's 1 s window).
     var recentlyAdded: [String: Double] = [:]
+    /// Whether the last `call` event (or the start) found a call in progress.
+    var callActive = false
 
     public init(server: any AudioServer, store: any PreferenceStore, clocks: Clocks, apply: Bool, muteOnFallback: Bool,
                 timeout: Double, snapshot: Snapshot, sink: @escaping (Event) -> Bool, warn: @escaping (String) -> Void) {
@@ -52,6 +54,7 @@ public struct Watch {
     public mutating func run() throws(EngineError) {
         let status = Status(snapshot: snapshot)
         guard emit(.route(route: status.route, previous: nil, reason: .initial, output: status.output)) else { return }
+        guard reportCall() else { return }
         if apply { clearStaleOverride(status) }
         while !server.shouldStop {
             do {
@@ -62,11 +65,11 @@ public struct Watch {
                     adoptIntent(snapshot)
                     guard let held = hold, held.wakeAt <= clocks.monotonic() else { continue }
                     hold = nil
-                    guard reportRoute(Status(snapshot: snapshot), reason: held.reason) else { break }
+                    guard reportRoute(Status(snapshot: snapshot), reason: held.reason), reportCall() else { break }
                     continue
                 }
                 let next = try server.snapshotAfterChange(timeout: timeout)
-                guard try handle(Change(previous: snapshot, current: next), next) else { break }
+                guard try handle(Change(previous: snapshot, current: next), next), reportCall() else { break }
             } catch let error as EngineError {
                 if case .state = error { throw error }
                 guard server.isConnected else {
@@ -146,7 +149,7 @@ public struct Watch {
             let result: RouteApplier.Result
             do {
                 result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                           reason: decision.reason ?? .override)
+                                           reason: decision.reason ?? .override, inCall: preferences.inCall)
             } catch {
                 // The change happened even if routectl's answer to it failed: report the route as it is.
                 _ = reportRoute(Status(snapshot: next), reason: Events.reason(change, own: nil, recentlyAdded: Set(recentlyAdded.keys)))
@@ -243,6 +246,14 @@ public struct Watch {
         return reportRoute(status, reason: reason)
     }
 
+    /// Prints a `call` event when call mode began or ended since the last one, once no route move is
+    /// held: after the call's route event, with the route it left. False when stdout is gone.
+    mutating func reportCall() -> Bool {
+        guard hold == nil, let active = try? store.callRecord() != nil, active != callActive else { return true }
+        callActive = active
+        return emit(.call(active: active, route: reported.route))
+    }
+
     /// Prints a route event when the route differs from the one last printed.
     mutating func reportRoute(_ status: Status, reason: RouteChangeReason) -> Bool {
         let was = reported
@@ -296,7 +307,8 @@ public struct Watch {
                 let preferences = try self.preferences()
                 do {
                     let request = Policy.choice(Status(snapshot: fresh), policy, defaultTarget: preferences.effectiveTarget)
-                    snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout).snapshot
+                    snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
+                                                 inCall: preferences.inCall).snapshot
                     if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
                        snapshot.server.defaultSourceName != input {
                         snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) {

@@ -100,6 +100,9 @@ extension PulseConnection {
             case let .setSinkMute(sink, mute):
                 request = Request("Failed to \(mute ? "mute" : "unmute") sink '\(sink)'", in: batch)
                 start = { pa_context_set_sink_mute_by_name(ctx, sink, mute ? 1 : 0, ackCallback, $0) }
+            case let .setSourceMute(source, mute):
+                request = Request("Failed to \(mute ? "mute" : "unmute") source '\(source)'", in: batch)
+                start = { pa_context_set_source_mute_by_name(ctx, source, mute ? 1 : 0, ackCallback, $0) }
             case let .setSourcePort(source, port):
                 request = Request("Failed to set port '\(port)' on source '\(source)'", in: batch)
                 start = { pa_context_set_source_port_by_name(ctx, source, port, ackCallback, $0) }

@@ -8,6 +8,8 @@ public enum RouteChangeReason: String, Sendable, CaseIterable {
     case routeConfigurationChange = "route-configuration-change"
     case noSuitableRoute = "no-suitable-route"
     case wakeFromSleep = "wake-from-sleep"
+    /// `call start` or `call end` moved it.
+    case call
     case unknown
 }
 
@@ -21,7 +23,10 @@ public enum Event: Equatable, Sendable {
     case recovered(route: Route, output: Output?)
     case engaged(Bool)
     case otherAudio(playing: Bool)
-    case input(source: String?, previous: String?)
+    /// The default input or its mute changed (`micMuted` nil: no input).
+    case input(source: String?, previous: String?, micMuted: Bool?)
+    /// Call mode began or ended (rule 8), with the route then.
+    case call(active: Bool, route: Route)
     /// A slow reader made `watch` drop this many events (the policy never waits on a reader).
     case lost(count: Int)
 
@@ -36,6 +41,7 @@ public enum Event: Equatable, Sendable {
         case .engaged: return "engaged"
         case .otherAudio: return "other-audio"
         case .input: return "input"
+        case .call: return "call"
         case .lost: return "lost"
         }
     }
@@ -130,7 +136,9 @@ public enum Events {
         }
         // Monitor sources are not inputs: a default that moves between monitors is no input change.
         let before = change.previous.defaultInput, after = change.current.defaultInput
-        if before != after { events.append(.input(source: after, previous: before)) }
+        if before != after || change.previous.micMuted != change.current.micMuted {
+            events.append(.input(source: after, previous: before == after ? nil : before, micMuted: change.current.micMuted))
+        }
         return events
     }
 

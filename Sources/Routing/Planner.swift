@@ -7,6 +7,8 @@ public enum Action: Equatable, Sendable {
     case setDefaultSource(String)
     case setSourcePort(source: String, port: String)
     case setSinkMute(sink: String, mute: Bool)
+    /// The microphone's mute (`input mute`, a call's end restoring it).
+    case setSourceMute(source: String, mute: Bool)
 }
 
 /// What `set`, `clear` and the policy ask for: a target, optionally one named device, optionally forced.
@@ -143,7 +145,7 @@ public enum Planner {
         let candidates = status.outputs.filter { $0.route == route && $0.isAvailable && (includeHidden || !$0.isHiddenByJack) }
         let current = status.output
         func key(_ o: Output) -> [Int] {
-            let kindOfProfile = o.profiles.isEmpty || o.profiles.contains { isCallProfile($0) == context.inCall } ? 0 : 1
+            let kindOfProfile = o.profiles.isEmpty || o.profiles.contains { fits($0, context) } ? 0 : 1
             let disruption = o.sink != nil && o.sink == current?.sink ? 0 : o.card != nil && o.card == current?.card ? 1 : 2
             let recency = route.isExternal ? -Int(o.sinkIndex ?? 0) : 0
             let switchNeeded = profile(for: o, context) == nil ? 0 : 1
@@ -162,12 +164,25 @@ public enum Planner {
         return verb == "Voice Call" || verb == "Voice Call IP"
     }
 
+    /// A Bluetooth headset profile (HFP/HSP), which a call uses and music does not: `headset-head-unit`
+    /// (and its codec variants) on PipeWire, `handsfree_head_unit`/`headset_head_unit` on PulseAudio.
+    public static func isBluetoothHeadsetProfile(_ name: String) -> Bool {
+        name.hasPrefix("headset-head-unit") || name == "handsfree_head_unit" || name == "headset_head_unit"
+    }
+
+    /// Whether a profile is of the mode's kind: in a call a call profile or a Bluetooth headset profile
+    /// (rule 8), outside one anything but a call profile. A Bluetooth headset another client put in
+    /// HFP outside a call (a softphone) stays there: routectl flips Bluetooth for its own calls only.
+    static func fits(_ profile: String, _ context: PlanContext) -> Bool {
+        context.inCall ? isCallProfile(profile) || isBluetoothHeadsetProfile(profile) : !isCallProfile(profile)
+    }
+
     /// The profile to switch the output's card to, or nil when its current profile serves: among the
     /// profiles that hold the output, those of the mode's kind, then the current one, then the
     /// server's priority (rule 4).
     static func profile(for output: Output, _ context: PlanContext) -> String? {
         guard !output.profiles.isEmpty else { return nil }
-        let ofKind = output.profiles.filter { isCallProfile($0) == context.inCall }
+        let ofKind = output.profiles.filter { fits($0, context) }
         let pool = ofKind.isEmpty ? output.profiles : ofKind
         // The current profile holds it: no switch (when its sink is not there yet, it is on its way:
         // a Bluetooth card appears a moment before its sink on PipeWire).
@@ -211,8 +226,23 @@ public enum Planner {
                 actions.append(.moveSinkInput(index: input.index, sink: sink.name))
             }
         }
-        actions += inputActions(for: sink, route: output.route, snapshot, status, context.preferredInput)
+        if context.inCall {
+            actions += callInput(for: output, snapshot, status).map { sourceActions($0, snapshot) } ?? []
+        } else {
+            actions += inputActions(for: sink, route: output.route, snapshot, status, context.preferredInput)
+        }
         return Plan(outcome: outcome, actions: actions, output: output, needsReplan: false)
+    }
+
+    /// In a call the microphone follows the output (rule 8): the headset's own (a wired headset's mic
+    /// port, a Bluetooth headset's source in HFP), else the output card's other microphone (headphones
+    /// without a mic: the phone's own). Nil when the card has none (the server's choice stands).
+    public static func callInput(for output: Output, _ snapshot: Snapshot, _ status: Status) -> Input? {
+        guard let card = output.cardName else { return nil }
+        let sources = Set(snapshot.sources.filter { snapshot.card(of: $0)?.name == card }.map(\.name))
+        let mics = status.inputs.filter { sources.contains($0.source) && $0.availability.isUsable }
+        let wanted: Set<InputKind> = output.route.isExternal ? [.headset, .bluetooth] : [.builtin, .unknown]
+        return mics.first { wanted.contains($0.kind) && $0.isDefault } ?? mics.first { wanted.contains($0.kind) } ?? mics.first
     }
 
     /// The microphone that goes with an output: the preferred input while it is present, else the

@@ -47,6 +47,19 @@ public enum Policy {
         return RouteRequest(target: defaultTarget, force: true)
     }
 
+    /// What the rules want with no device change to react to (`clear`, a call's start and end): an
+    /// external device in use keeps the sound (rule 2); else the most recently connected one; else the
+    /// base target (the call's during a call, else the default). An override is the caller's business.
+    public static func ruling(_ status: Status, _ preferences: Preferences) -> RouteRequest {
+        if let output = status.output, output.route.isExternal, output.isAvailable {
+            // In a call the device is asked for by name: the call may need its headset profile.
+            return preferences.inCall ? RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
+                : RouteRequest(target: preferences.baseTarget)
+        }
+        let choice = choice(status, PolicyState(status: status), defaultTarget: preferences.baseTarget)
+        return RouteRequest(target: choice.target, device: choice.device)
+    }
+
     /// The output in use before the change, when it went away (any kind: an HDMI monitor sleeping too).
     static func routeGone(_ change: Change) -> Output? {
         change.previous.output.flatMap { old in change.removed.first { $0.id == old.id } }
@@ -74,8 +87,8 @@ public enum Policy {
             if clears { decision.clearOverride = "'\(gone.id)' was disconnected" }
             if routeGone(change) != nil {
                 // Rule 3: fall back to the next most recent external device, else to the effective
-                // target (the default when this very change clears the override).
-                let request = choice(change.current, state, defaultTarget: clears ? preferences.defaultTarget : preferences.effectiveTarget)
+                // target (the default, or the call's target in a call, when this very change clears the override).
+                let request = choice(change.current, state, defaultTarget: clears ? preferences.baseTarget : preferences.effectiveTarget)
                 decision.request = request
                 decision.muteFallback = muteOnFallback && request.target.isBuiltIn
                 decision.reason = .oldDeviceUnavailable

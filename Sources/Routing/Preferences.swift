@@ -6,13 +6,23 @@ public struct Preferences: Equatable, Sendable {
     public var override: RouteTarget?
     /// The preferred input (a source name), when one is set.
     public var preferredInput: String?
+    /// During a call (rule 8), the call's built-in target: the receiver, or the speaker after
+    /// `call start --speaker`. It stands in for the default until the call ends.
+    public var callTarget: RouteTarget?
 
-    public init(defaultTarget: RouteTarget = .speaker, override: RouteTarget? = nil, preferredInput: String? = nil) {
+    public init(defaultTarget: RouteTarget = .speaker, override: RouteTarget? = nil, preferredInput: String? = nil,
+                callTarget: RouteTarget? = nil) {
         self.defaultTarget = defaultTarget
         self.override = override
         self.preferredInput = preferredInput
+        self.callTarget = callTarget
     }
 
-    /// effective target = override ?? default.
-    public var effectiveTarget: RouteTarget { override ?? defaultTarget }
+    public var inCall: Bool { callTarget != nil }
+
+    /// What the route falls back to when no override holds: the call's target during a call, else the default.
+    public var baseTarget: RouteTarget { callTarget ?? defaultTarget }
+
+    /// effective target = override ?? (call target during a call) ?? default.
+    public var effectiveTarget: RouteTarget { override ?? baseTarget }
 }

@@ -42,7 +42,15 @@ extension Snapshot {
                 guard let t = RouteTarget(rawValue: o) else { throw (state.optional("override") ?? state).error("unknown target '\(o)'") }
                 override = t
             }
-            routectl = Preferences(defaultTarget: target, override: override, preferredInput: try state.optionalString("preferred_input"))
+            var call: RouteTarget?
+            if let c = try state.optionalString("call_target") {
+                guard let t = RouteTarget(rawValue: c), t.isBuiltIn else {
+                    throw (state.optional("call_target") ?? state).error("'\(c)' is not speaker or earpiece")
+                }
+                call = t
+            }
+            routectl = Preferences(defaultTarget: target, override: override, preferredInput: try state.optionalString("preferred_input"),
+                                   callTarget: call)
         }
     }
 
@@ -60,6 +68,8 @@ extension Snapshot {
                 ("default", .string(p.defaultTarget.rawValue)),
                 ("override", p.override.map { .string($0.rawValue) } ?? .null),
                 ("preferred_input", p.preferredInput.map(JSON.string) ?? .null),
+                ("call", .bool(p.inCall)),
+                ("call_target", p.callTarget.map { .string($0.rawValue) } ?? .null),
             ]))]
         } ?? []))
     }

@@ -65,6 +65,8 @@ public struct Status: Equatable, Sendable {
     public var engaged: Bool
     /// A stream is running anywhere on the server.
     public var otherAudioPlaying: Bool
+    /// The default input's mute (the microphone's, not the output's); nil with no input.
+    public var micMuted: Bool?
 
     public init(snapshot: Snapshot) {
         server = snapshot.server
@@ -76,6 +78,7 @@ public struct Status: Equatable, Sendable {
         let playing = snapshot.sinkInputs.filter { !$0.corked }
         engaged = routeSink.map { sink in playing.contains { $0.sink == sink } } ?? false
         otherAudioPlaying = !playing.isEmpty
+        micMuted = snapshot.defaultSource.flatMap { $0.isMonitor ? nil : $0.mute }
     }
 
     /// The external outputs present now, by a name that survives profile switches (card, else sink, and port).

@@ -55,3 +55,52 @@ public struct PersistentState: Equatable, Sendable {
         self.preferredInput = preferredInput
     }
 }
+
+/// A call in progress (DESIGN.md rule 8), as `call.json` keeps it: when it began, whether it is on the
+/// speaker, and what the call changed, so that `call end` (from any shell, after a crash too) puts
+/// every card profile, the route, the override and the microphone back as they were.
+public struct CallRecord: Equatable, Sendable {
+    /// One card's profile before the call.
+    public struct CardProfile: Equatable, Sendable {
+        public var card: String
+        public var profile: String
+
+        public init(card: String, profile: String) {
+            self.card = card
+            self.profile = profile
+        }
+    }
+
+    /// When the call began, in milliseconds of the real-time clock.
+    public var startedAt: Int64
+    /// `call start --speaker` (or the phone UI's speaker button): the call's target is the speaker.
+    public var speaker: Bool
+    public var profiles: [CardProfile]
+    /// The output in use before the call (its id), and the default sink and source then.
+    public var output: String?
+    public var defaultSink: String?
+    public var defaultSource: String?
+    /// The default source's mute before the call.
+    public var micMuted: Bool?
+    /// The override in force before the call: set aside for the call, put back at its end.
+    public var override: OverrideRecord?
+    /// The external outputs present when the call began: the route before the call is restored only
+    /// when none came or went meanwhile (else the rules decide).
+    public var externals: [String]
+
+    public init(startedAt: Int64, speaker: Bool, profiles: [CardProfile] = [], output: String? = nil, defaultSink: String? = nil,
+                defaultSource: String? = nil, micMuted: Bool? = nil, override: OverrideRecord? = nil, externals: [String] = []) {
+        self.startedAt = startedAt
+        self.speaker = speaker
+        self.profiles = profiles
+        self.output = output
+        self.defaultSink = defaultSink
+        self.defaultSource = defaultSource
+        self.micMuted = micMuted
+        self.override = override
+        self.externals = externals.sorted()
+    }
+
+    /// The call's built-in target: the receiver, or the speaker.
+    public var target: RouteTarget { speaker ? .speaker : .earpiece }
+}

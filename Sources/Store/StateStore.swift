@@ -52,6 +52,7 @@ public struct StateStore: Sendable {
     public func validate() throws(StateError) {
         _ = try persistent.load()
         _ = try override?.load()
+        _ = try call?.load()
     }
 
     // MARK: Persistent state
@@ -116,6 +117,31 @@ public struct StateStore: Sendable {
             try file.remove()
             try file.save(intent)
         }
+    }
+
+    // MARK: Call
+
+    /// `call.json`: the call in progress, if any (rule 8). Unlike the intent it is not advisory: it
+    /// holds what `call end` restores, so a corrupt one is an error (exit 5), never overwritten.
+    public var call: StateFile<CallRecord>? { runtimeFile("call.json") }
+
+    public func loadCall() throws(StateError) -> CallRecord? {
+        try requireCall().load()
+    }
+
+    public func saveCall(_ record: CallRecord) throws(StateError) {
+        try requireCall().save(record)
+    }
+
+    public func removeCall() throws(StateError) {
+        try requireCall().remove()
+    }
+
+    func requireCall() throws(StateError) -> StateFile<CallRecord> {
+        guard let call else {
+            throw StateError(path: "$XDG_RUNTIME_DIR", problem: "not set; call state lives in the runtime directory")
+        }
+        return call
     }
 
     // MARK: Muted by routectl
@@ -193,6 +219,44 @@ extension RouteIntent: StateRecord {
 
     public var fields: [(String, JSON)] {
         [("output", .string(output)), ("reason", .string(reason.rawValue)), ("at", .int(at)), ("done", .bool(done))]
+    }
+}
+
+extension CallRecord: StateRecord {
+    public static let fileKind = "call"
+
+    public init(fields: Fields) throws(FieldError) {
+        guard let startedAt = try fields.optionalInt("started_at") else { throw FieldError(key: "started_at", problem: "missing") }
+        var profiles: [CardProfile] = []
+        if let list = fields.json["profiles"], !list.isNull {
+            guard let items = list.arrayValue else { throw FieldError(key: "profiles", problem: "expected an array") }
+            for (i, item) in items.enumerated() {
+                guard let card = item["card"]?.stringValue, let profile = item["profile"]?.stringValue else {
+                    throw FieldError(key: "profiles[\(i)]", problem: "expected {\"card\": ..., \"profile\": ...}")
+                }
+                profiles.append(CardProfile(card: card, profile: profile))
+            }
+        }
+        var override: OverrideRecord?
+        if let saved = fields.json["override"], !saved.isNull {
+            guard saved.objectValue != nil else { throw FieldError(key: "override", problem: "expected an object") }
+            do { override = try OverrideRecord(fields: Fields(json: saved)) } catch {
+                throw FieldError(key: "override.\(error.key)", problem: error.problem)
+            }
+        }
+        self.init(startedAt: startedAt, speaker: try fields.optionalBool("speaker") ?? false, profiles: profiles,
+                  output: try fields.optionalString("output"), defaultSink: try fields.optionalString("default_sink"),
+                  defaultSource: try fields.optionalString("default_source"), micMuted: try fields.optionalBool("mic_muted"),
+                  override: override, externals: try fields.strings("externals"))
+    }
+
+    public var fields: [(String, JSON)] {
+        func optional(_ s: String?) -> JSON { s.map(JSON.string) ?? .null }
+        return [("started_at", .int(startedAt)), ("speaker", .bool(speaker)),
+                ("profiles", .array(profiles.map { .object([("card", .string($0.card)), ("profile", .string($0.profile))]) })),
+                ("output", optional(output)), ("default_sink", optional(defaultSink)), ("default_source", optional(defaultSource)),
+                ("mic_muted", micMuted.map(JSON.bool) ?? .null), ("override", override.map { .object($0.fields) } ?? .null),
+                ("externals", .array(externals.map(JSON.string)))]
     }
 }
 

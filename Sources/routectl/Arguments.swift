@@ -15,7 +15,7 @@ struct GlobalOptions {
 /// (DESIGN.md §2): `other_audio_playing` is `other_audio`, `output` the output object.
 enum QueryField: String, CaseIterable {
     case route, target, override, `default`, external, available, bluetooth, headset, receiver, speaker, engaged
-    case otherAudio = "other_audio", muted, sink, port, description, server, output
+    case otherAudio = "other_audio", muted, call, micMuted = "mic_muted", sink, port, description, server, output
 
     init?(word: String) {
         if word == "other_audio_playing" { self = .otherAudio; return }
@@ -34,6 +34,8 @@ enum Command {
     case inputList
     case inputSet(String)
     case inputClear
+    case inputMute(MuteChange?)
+    case call(CallVerb, speaker: Bool)
     case watch(apply: Bool, muteOnFallback: Bool)
     case wait(Route, timeout: Double?)
     case devices
@@ -47,6 +49,15 @@ enum Command {
 struct Invocation {
     var options = GlobalOptions()
     var command: Command
+}
+
+enum CallVerb: String, CaseIterable {
+    case start, end, status
+}
+
+/// `input mute on|off|toggle`.
+enum MuteChange: String, CaseIterable {
+    case on, off, toggle
 }
 
 /// One entry of the command table: what it takes, for the parser, the help and the completions.
@@ -108,6 +119,8 @@ enum Grammar {
                 other_audio
                            yes when a stream is playing anywhere (JSON key other_audio_playing)
                 muted      yes when the output is muted
+                call       yes during a call (routectl call start ... call end)
+                mic_muted  yes when the default input (the microphone) is muted; none without one
                 sink, port, description, server, output
                            the output sound comes out of, and the server
               Every top-level --json key is accepted as a FIELD too.
@@ -143,12 +156,30 @@ enum Grammar {
               where sound goes when no override is set and no external device is connected.
             """),
         CommandSpec(
-            name: "input", arguments: "list | set <id> | clear", summary: "List inputs, or set or clear the preferred one.",
-            words: ["list", "set", "clear"], idsAfter: ("set", .inputs),
+            name: "input", arguments: "list | set <id> | clear | mute [on|off|toggle]",
+            summary: "List inputs, set or clear the preferred one, or mute the microphone.",
+            words: ["list", "set", "clear", "mute"], idsAfter: ("set", .inputs),
             details: """
               list   every input (monitor sources are not inputs); '*' marks the default, 'P' the preferred
               set    make the source <id> the default input and remember it as preferred
               clear  forget the preferred input (no server is needed)
+              mute   with no argument, print whether the microphone (the default input) is muted; on, off
+                     or toggle change it, read back from the server
+            """),
+        CommandSpec(
+            name: "call", arguments: "start [--speaker] | end | status", summary: "Call mode: the call's route until the call ends.",
+            options: [OptionSpec(name: "speaker", help: "With 'call start': the call on the speaker rather than the receiver.")],
+            words: CallVerb.allCases.map(\.rawValue),
+            details: """
+              start   enter call mode: a connected headset takes the call (Bluetooth in its headset profile,
+                      HFP/HSP, for the call only), else the receiver (the speaker with --speaker); the
+                      card's call profile is chosen by its ports; the microphone follows the output. During
+                      a call again: re-applies it. The override in force steps aside until the call ends.
+              end     leave call mode: every card profile, the route, the override and the microphone's
+                      mute go back to how they were before the call. With no call: says so (exit 0).
+              status  whether a call is in progress, since when, and its route.
+              While 'watch --apply' runs, plugs, 'set' and 'clear' keep the call profile; a headset
+              lost during a call falls back to the call's target, never the music route.
             """),
         CommandSpec(
             name: "watch", arguments: "", summary: "Print route events as they happen; --apply keeps the rules.",
@@ -303,8 +334,15 @@ enum ArgumentParser {
             }
             return .default(target)
         case "input":
-            guard let verb = rest.first else { throw Failure.usage("Missing value for 'input': expected list, set or clear.") }
+            guard let verb = rest.first else { throw Failure.usage("Missing value for 'input': expected list, set, clear or mute.") }
             switch verb {
+            case "mute":
+                try atMost(2, rest, spec)
+                guard rest.count == 2 else { return .inputMute(nil) }
+                guard let change = MuteChange(rawValue: rest[1]) else {
+                    throw Failure.usage("The value '\(rest[1])' is invalid for 'input mute': expected on, off or toggle.\(suggestion(rest[1], MuteChange.allCases.map(\.rawValue)))")
+                }
+                return .inputMute(change)
             case "list": try atMost(1, rest, spec); return .inputList
             case "clear": try atMost(1, rest, spec); return .inputClear
             case "set":
@@ -312,8 +350,16 @@ enum ArgumentParser {
                 try atMost(2, rest, spec)
                 return .inputSet(rest[1])
             default:
-                throw Failure.usage("The value '\(verb)' is invalid for 'input'.\(suggestion(verb, ["list", "set", "clear"]))")
+                throw Failure.usage("The value '\(verb)' is invalid for 'input'.\(suggestion(verb, ["list", "set", "clear", "mute"]))")
             }
+        case "call":
+            guard let word = rest.first else { throw Failure.usage("Missing value for 'call': expected start, end or status.") }
+            try atMost(1, rest, spec)
+            guard let verb = CallVerb(rawValue: word) else {
+                throw Failure.usage("The value '\(word)' is invalid for 'call'.\(suggestion(word, CallVerb.allCases.map(\.rawValue)))")
+            }
+            if commandOptions["speaker"] != nil, verb != .start { throw Failure.usage("Option '--speaker' needs 'call start'.") }
+            return .call(verb, speaker: commandOptions["speaker"] != nil)
         case "watch":
             try atMost(0, rest, spec)
             if commandOptions["mute-on-fallback"] != nil && commandOptions["apply"] == nil {

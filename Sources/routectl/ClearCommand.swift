@@ -27,16 +27,14 @@ extension RouteCommands {
         // Without the override the rules decide: an external device in use keeps the sound (rule 2);
         // else the most recently connected one (headphones a forced speaker was playing over), else the default.
         let before = try onServer { try connection.snapshot(timeout: options.timeout) }
-        let status = Status(snapshot: before)
-        var request = RouteRequest(target: persistent.defaultTarget)
-        if status.output.map({ !$0.route.isExternal || !$0.isAvailable }) ?? true {
-            let choice = Policy.choice(status, PolicyState(status: status), defaultTarget: persistent.defaultTarget)
-            request = RouteRequest(target: choice.target, device: choice.device)
-        }
-        let result = try route(connection, request,
-                               preferredInput: persistent.preferredInput, timeout: options.timeout, from: before)
+        // During a call the call's target stands in for the default (rule 8).
+        let call = try State.call(store)
+        let preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput,
+                                      callTarget: call?.target)
+        let request = Policy.ruling(Status(snapshot: before), preferences)
+        let result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
+                               from: before, inCall: call != nil)
         do { try store.removeOverride() } catch { throw State.failure(error) }
-        let preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput)
         return try report(result, preferences, options, command: "clear")
     }
 

@@ -35,8 +35,11 @@ enum EventRenderer {
             detail = on ? "yes" : "no"
         case let .otherAudio(playing):
             detail = playing ? "playing" : "stopped"
-        case let .input(source, previous):
+        case let .input(source, previous, micMuted):
             detail = escaped(source ?? "none") + (previous.map { " (was \(escaped($0)))" } ?? "")
+                + (micMuted.map { " mic_muted=\($0 ? "yes" : "no")" } ?? "")
+        case let .call(active, route):
+            detail = (active ? "active" : "ended") + " route=\(route.rawValue)"
         case let .lost(count):
             detail = "\(count) event\(count == 1 ? "" : "s") dropped: the reader was too slow"
         }
@@ -65,8 +68,11 @@ enum EventRenderer {
             m += [("engaged", .bool(on))]
         case let .otherAudio(playing):
             m += [("playing", .bool(playing))]
-        case let .input(source, previous):
-            m += [("source", source.map(JSON.string) ?? .null), ("previous", previous.map(JSON.string) ?? .null)]
+        case let .input(source, previous, micMuted):
+            m += [("source", source.map(JSON.string) ?? .null), ("previous", previous.map(JSON.string) ?? .null),
+                  ("mic_muted", micMuted.map(JSON.bool) ?? .null)]
+        case let .call(active, route):
+            m += [("active", .bool(active)), ("route", .string(route.rawValue))]
         case let .lost(count):
             m += [("count", .int(Int64(count)))]
         }

@@ -68,4 +68,32 @@ extension RouteCommands {
         }
         return RouteCtl.write(options.json ? #"{"preferred":null}"# + "\n" : "preferred    none\n")
     }
+
+    /// `input mute [on|off|toggle]`: the default input's mute, read back from the server. No default
+    /// input is an error for a change (exit 1) and `none` for the question.
+    static func inputMute(_ change: MuteChange?, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        guard let change else {
+            let status = Status(snapshot: try ServerAccess.snapshot(options))
+            let value = status.micMuted.map(JSON.bool) ?? .null
+            return RouteCtl.write(options.json ? JSON.object([("mic_muted", value), ("source", status.defaultInput.map(JSON.string) ?? .null)]).text + "\n"
+                                               : "mic_muted    \(QueryCommand.text(value))\n")
+        }
+        let connection = try ServerAccess.connect(options)
+        let after: Snapshot = try onServer {
+            let before = try connection.snapshot(timeout: options.timeout, parts: [.sources])
+            guard let source = before.defaultSource, !source.isMonitor else {
+                throw Failure(status: .failed, message: "No microphone: the server has no default input (see 'routectl input list').")
+            }
+            let mute = change == .toggle ? !source.mute : change == .on
+            guard mute != source.mute else { return before }
+            return try connection.apply([.setSourceMute(source: source.name, mute: mute)], timeout: max(options.timeout, settleSeconds),
+                                        readBack: .snapshot([.sources])) { s in
+                s.sources.first { $0.name == source.name }?.mute == mute
+            }
+        }
+        let status = Status(snapshot: after)
+        let value = status.micMuted.map(JSON.bool) ?? .null
+        return RouteCtl.write(options.json ? JSON.object([("mic_muted", value), ("source", status.defaultInput.map(JSON.string) ?? .null)]).text + "\n"
+                                           : "mic_muted    \(QueryCommand.text(value))\n")
+    }
 }

@@ -9,8 +9,8 @@ enum QueryCommand {
         }
         if json { return object(status, preferences).text + "\n" }
         // The rows of the full status, each one a field (`query ROW`).
-        let rows: [QueryField] = [.route, .target, .override, .default, .external, .available, .engaged, .otherAudio, .muted,
-                                  .sink, .port, .description, .server]
+        let rows: [QueryField] = [.route, .target, .override, .default, .call, .external, .available, .engaged, .otherAudio, .muted,
+                                  .micMuted, .sink, .port, .description, .server]
         return Console.table(rows.compactMap { field in
             let value = self.value(field, status, preferences)
             if field == .port, value == .null { return nil }
@@ -39,6 +39,8 @@ enum QueryCommand {
         case .engaged: return .bool(status.engaged)
         case .otherAudio: return .bool(status.otherAudioPlaying)
         case .muted: return .bool(status.output?.isMuted ?? false)
+        case .call: return .bool(preferences.inCall)
+        case .micMuted: return status.micMuted.map(JSON.bool) ?? .null
         case .sink: return status.output?.sink.map(JSON.string) ?? .null
         case .port: return status.output?.port.map(JSON.string) ?? .null
         case .description: return status.output.map { .string($0.description) } ?? .null
@@ -86,8 +88,9 @@ enum QueryCommand {
     /// The `--json` status object; its keys are documented in routectl(1) and never renamed.
     static func object(_ status: Status, _ preferences: Preferences) -> JSON {
         let keys: [(String, QueryField)] = [
-            ("route", .route), ("target", .target), ("override", .override), ("default", .default), ("external", .external),
-            ("available", .available), ("engaged", .engaged), ("other_audio_playing", .otherAudio), ("muted", .muted),
+            ("route", .route), ("target", .target), ("override", .override), ("default", .default), ("call", .call),
+            ("external", .external), ("available", .available), ("engaged", .engaged), ("other_audio_playing", .otherAudio),
+            ("muted", .muted), ("mic_muted", .micMuted),
             ("output", .output), ("server", .server),
         ]
         return .object(keys.map { ($0.0, value($0.1, status, preferences)) })

@@ -71,6 +71,12 @@ enum RouteCtl {
         case .inputClear:
             try requireServer(options, "input clear")
             return try RouteCommands.inputClear(options)
+        case let .inputMute(change):
+            if let change { try requireServer(options, "input mute \(change.rawValue)") }
+            return try RouteCommands.inputMute(change, options)
+        case let .call(verb, speaker):
+            if verb != .status { try requireServer(options, "call \(verb.rawValue)") }
+            return try CallCommand.run(verb, speaker: speaker, options)
         case let .watch(apply, muteOnFallback):
             try requireServer(options, "watch")
             return try WatchCommand.run(options, apply: apply, muteOnFallback: muteOnFallback)

@@ -11,9 +11,11 @@ extension RouteCommands {
         // Concurrent `set`s run one after another and the last one's override stands.
         let (lock, persistent, previous) = try lockedState(store)
         defer { withExtendedLifetime(lock) {} }
+        // During a call, the call's profiles and microphone (rule 8).
+        let call = try State.call(store)
         let connection = try ServerAccess.connect(options)
         // Without a microphone to choose, an output route needs no sources (hundreds of monitors).
-        let light = persistent.preferredInput == nil && !request.target.route.isExternal
+        let light = persistent.preferredInput == nil && !request.target.route.isExternal && call == nil
         let before = try onServer { try connection.snapshot(timeout: options.timeout, parts: light ? .outputs : .all) }
         // The intent is recorded before acting, so a watcher that sees the switch knows it is routectl's
         // own (reason `override`); a failure puts the previous override back.
@@ -23,7 +25,7 @@ extension RouteCommands {
         var result: Result
         do {
             result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
-                               from: before, lightReadBack: light)
+                               from: before, lightReadBack: light, inCall: call != nil)
         } catch {
             do {
                 if let previous { try store.saveOverride(previous) } else { try store.removeOverride() }
@@ -44,7 +46,7 @@ extension RouteCommands {
             do { try store.saveOverride(record) } catch { throw State.failure(error) }
         }
         let preferences = Preferences(defaultTarget: persistent.defaultTarget, override: request.target,
-                                      preferredInput: persistent.preferredInput)
+                                      preferredInput: persistent.preferredInput, callTarget: call?.target)
         return try report(result, preferences, options, command: "set")
     }
 }

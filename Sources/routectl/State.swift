@@ -20,7 +20,8 @@ enum State {
     static func preferences(_ store: StateStore, current status: Status?, quiet: Bool) throws(Failure) -> Preferences {
         do {
             let persistent = try store.loadPersistent()
-            var preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput)
+            var preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput,
+                                          callTarget: try store.call?.load()?.target)
             guard store.overrideFile != nil else { return preferences }
             preferences.override = try currentOverride(store, status, quiet: quiet)?.target
             return preferences
@@ -40,6 +41,12 @@ enum State {
             if !quiet { Console.err("routectl: note: override '\(record.target.rawValue)' cleared: \(cause)\n") }
             return nil
         }
+    }
+
+    /// The call in progress (`call.json`), if any; none without a runtime dir.
+    static func call(_ store: StateStore) throws(Failure) -> CallRecord? {
+        guard store.call != nil else { return nil }
+        do { return try store.loadCall() } catch { throw failure(error) }
     }
 
     /// Seconds since the epoch (when an override was set).

@@ -13,7 +13,20 @@ final class StatePreferences: PreferenceStore {
     func preferences() throws -> Preferences {
         let persistent = try store.loadPersistent()
         let record = store.overrideFile == nil ? nil : try store.loadOverride()
-        return Preferences(defaultTarget: persistent.defaultTarget, override: record?.target, preferredInput: persistent.preferredInput)
+        return Preferences(defaultTarget: persistent.defaultTarget, override: record?.target, preferredInput: persistent.preferredInput,
+                           callTarget: try callRecord()?.target)
+    }
+
+    func lockRoute() throws -> AnyObject { try store.lockOverride() }
+
+    func callRecord() throws -> CallRecord? { store.call == nil ? nil : try store.loadCall() }
+
+    func saveCall(_ record: CallRecord) throws { try store.saveCall(record) }
+
+    func removeCall() throws { try store.removeCall() }
+
+    func replaceOverride(_ record: OverrideRecord?) throws {
+        if let record { try store.saveOverride(record) } else { try store.removeOverride() }
     }
 
     func overrideRecord() throws -> OverrideRecord? {

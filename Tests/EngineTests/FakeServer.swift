@@ -67,6 +67,8 @@ final class FakeServer: AudioServer {
             if let i = current.sources.firstIndex(where: { $0.name == source }) { current.sources[i].activePort = port }
         case let .setSinkMute(sink, mute):
             if let i = current.sinks.firstIndex(where: { $0.name == sink }) { current.sinks[i].mute = mute }
+        case let .setSourceMute(source, mute):
+            if let i = current.sources.firstIndex(where: { $0.name == source }) { current.sources[i].mute = mute }
         case let .moveSinkInput(index, sink):
             if let i = current.sinkInputs.firstIndex(where: { $0.index == index }),
                let target = current.sinks.first(where: { $0.name == sink }) {
@@ -123,6 +125,7 @@ final class FakeStore: PreferenceStore {
         if corrupt { throw Corrupt() }
         var p = preferencesValue
         p.override = record?.target
+        p.callTarget = call?.target
         return p
     }
 
@@ -132,6 +135,21 @@ final class FakeStore: PreferenceStore {
         defer { record = nil }
         return record != nil
     }
+
+    var call: CallRecord?
+
+    func lockRoute() throws -> AnyObject { self }
+
+    func callRecord() throws -> CallRecord? {
+        if corrupt { throw Corrupt() }
+        return call
+    }
+
+    func saveCall(_ record: CallRecord) throws { call = record }
+
+    func removeCall() throws { call = nil }
+
+    func replaceOverride(_ record: OverrideRecord?) throws { self.record = record }
 
     func saveIntent(_ intent: RouteIntent) { intents.append(intent) }
 

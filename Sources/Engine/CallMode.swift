@@ -1,0 +1,161 @@
+import Routing
+
+/// Call mode (DESIGN.md rule 8): `call start` records what the call will change in `call.json` before
+/// changing anything, sets the override aside and applies the call's route (an external headset, in
+/// HFP for Bluetooth, else the receiver or the speaker, with the microphone following); `call end`
+/// puts every card profile, the route, the override and the microphone back. Reacting to plugs during
+/// the call is `watch --apply`'s job, as at any time. The caller holds the route lock.
+public struct CallMode {
+    public let server: any AudioServer
+    public let store: any PreferenceStore
+    public let clocks: Clocks
+
+    public init(server: any AudioServer, store: any PreferenceStore, clocks: Clocks) {
+        self.server = server
+        self.store = store
+        self.clocks = clocks
+    }
+
+    public struct Started {
+        public var result: RouteApplier.Result
+        public var record: CallRecord
+        /// False when a call was already in progress (this start re-applied it).
+        public var isNew: Bool
+    }
+
+    /// Enters call mode, or re-applies the call in progress (`speaker` true moves it to the speaker).
+    /// A server refusal puts everything back as it was and throws: nothing is left half-applied.
+    public func start(speaker: Bool, timeout: Double) throws(EngineError) -> Started {
+        let before: Snapshot
+        do { before = try server.snapshot(timeout: timeout) } catch { throw .server(error) }
+        let existing: CallRecord?
+        do { existing = try store.callRecord() } catch { throw .state(error) }
+        var record: CallRecord
+        if var existing {
+            if speaker { existing.speaker = true }
+            record = existing
+        } else {
+            let status = Status(snapshot: before)
+            let saved: OverrideRecord?
+            do { saved = try store.overrideRecord() } catch { throw .state(error) }
+            record = CallRecord(startedAt: clocks.wallMilliseconds(), speaker: speaker,
+                                profiles: before.cards.compactMap { card in
+                                    card.activeProfile.map { CallRecord.CardProfile(card: card.name, profile: $0) }
+                                },
+                                output: status.output?.id, defaultSink: before.server.defaultSinkName,
+                                defaultSource: before.server.defaultSourceName, micMuted: before.defaultSource?.mute,
+                                override: saved, externals: status.externalKeys)
+        }
+        // What the call changes is on disk before anything changes: `call end` (or a crash's later
+        // `call end`) can always put it back. Only then does the override step aside.
+        do {
+            try store.saveCall(record)
+            if existing == nil, record.override != nil { try store.replaceOverride(nil) }
+        } catch {
+            throw .state(error)
+        }
+        let preferences: Preferences
+        do { preferences = try store.preferences() } catch { throw .state(error) }
+        let request = preferences.override.map { RouteRequest(target: $0, force: true) }
+            ?? Policy.ruling(Status(snapshot: before), preferences)
+        let applier = RouteApplier(server: server, store: store, clocks: clocks)
+        do {
+            let result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, reason: .call, inCall: true)
+            try RouteApplier.verify(result)
+            return Started(result: result, record: record, isNew: existing == nil)
+        } catch {
+            if existing == nil { _ = try? end(timeout: timeout) }
+            throw error
+        }
+    }
+
+    /// Leaves call mode: restores the card profiles, the route (the output in use before the call when
+    /// it is still there and no external device came or went, else the rules), the default microphone
+    /// and its mute, and the override. Nil when no call was in progress.
+    public func end(timeout: Double) throws(EngineError) -> RouteApplier.Result? {
+        let record: CallRecord
+        do {
+            guard let saved = try store.callRecord() else { return nil }
+            record = saved
+        } catch {
+            throw .state(error)
+        }
+        var snapshot: Snapshot
+        do { snapshot = try server.snapshot(timeout: timeout) } catch { throw .server(error) }
+        // Watchers report the whole way back as one route change, reason `call`.
+        let intent = RouteIntent(output: record.output ?? "", reason: .call, at: clocks.wallMilliseconds())
+        store.saveIntent(intent)
+        defer {
+            var done = intent
+            done.done = true
+            store.saveIntent(done)
+        }
+        let restore = record.profiles.compactMap { saved -> Action? in
+            guard let card = snapshot.cards.first(where: { $0.name == saved.card }), card.activeProfile != saved.profile,
+                  card.profiles.contains(where: { $0.name == saved.profile && $0.available }) else { return nil }
+            return .setCardProfile(card: saved.card, profile: saved.profile)
+        }
+        do {
+            if !restore.isEmpty {
+                snapshot = try server.apply(restore, timeout: max(timeout, RouteApplier.settleSeconds)) { s in
+                    restore.allSatisfy { action in
+                        guard case let .setCardProfile(card, profile) = action else { return true }
+                        return s.cards.first { $0.name == card }?.activeProfile == profile
+                    }
+                }
+                if snapshot.server.isPipeWire {
+                    // WirePlumber restores the card's routes for the profile just after the switch.
+                    snapshot = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.05, limit: 1)
+                }
+            }
+        } catch {
+            throw .server(error)
+        }
+        do {
+            try store.replaceOverride(record.override)
+        } catch {
+            throw .state(error)
+        }
+        let preferences: Preferences
+        do {
+            try store.removeCall()
+            preferences = try store.preferences()
+        } catch {
+            throw .state(error)
+        }
+        let status = Status(snapshot: snapshot)
+        let request: RouteRequest
+        if let id = record.override == nil ? record.output : nil,
+           let output = status.outputs.first(where: { $0.id == id && $0.isAvailable && !$0.isHiddenByJack }),
+           let target = RouteTarget(route: output.route),
+           status.externalKeys == record.externals {
+            request = RouteRequest(target: target, device: output.id, force: true)
+        } else if let override = preferences.override {
+            request = RouteRequest(target: override, force: true)
+        } else {
+            request = Policy.ruling(status, preferences)
+        }
+        let applier = RouteApplier(server: server, store: store, clocks: clocks)
+        var result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: snapshot,
+                                       reason: .call)
+        // The microphone as it was: the default source, then its mute.
+        var mic: [Action] = []
+        let source = record.defaultSource.flatMap { name in result.snapshot.sources.first { $0.name == name } }
+            ?? result.snapshot.defaultSource
+        if let source, source.name != result.snapshot.server.defaultSourceName, preferences.preferredInput == nil {
+            mic.append(.setDefaultSource(source.name))
+        }
+        if let source, let muted = record.micMuted, source.mute != muted { mic.append(.setSourceMute(source: source.name, mute: muted)) }
+        if !mic.isEmpty {
+            do {
+                let after = try server.apply(mic, timeout: timeout) { s in
+                    s.sources.first { $0.name == source!.name }?.mute == (record.micMuted ?? source!.mute)
+                }
+                result = RouteApplier.Result(snapshot: after, plan: result.plan)
+            } catch {
+                throw .server(error)
+            }
+        }
+        return result
+    }
+}
