@@ -221,3 +221,64 @@ stop_watchers() {
 	watchers=()
 }
 mark() { mark_watch=$(wc -l <"$watch") mark_apply=$(wc -l <"$apply"); }
+
+# ---- Bluetooth (sim/bluez) and the watchers' events since a mark, shared by the Bluetooth and call suites.
+# bluetooth_names: the two servers' names for the same things, set for $server: the A2DP and HFP
+# profiles, and the headset's sink under each (PulseAudio names the sink after the profile; PipeWire
+# keeps the name and gives a new index). PipeWire reports the active A2DP/HFP profile with its codec
+# (a2dp-sink-sbc): profile_is accepts the profile or that.
+bluetooth_names() {
+	if [ "$server" = pulseaudio ]; then
+		a2dp=a2dp_sink hfp=handsfree_head_unit
+		bt_sink() { echo "bluez_sink.${1//:/_}.${2:-a2dp_sink}"; }
+	else
+		a2dp=a2dp-sink hfp=headset-head-unit
+		bt_sink() { echo "bluez_output.${1//:/_}.1"; }
+	fi
+}
+
+# profile_is CARD PROFILE: the active profile is PROFILE, or PipeWire's codec variant of it.
+profile_is() { [[ "$(profile_of "$1")" =~ ^$2(-[a-z0-9_]+)?$ ]]; }
+card_present() { pactl list short cards | grep -q "	$1	"; }
+sink_present() { pactl list short sinks | grep -q "	$1	"; }
+bt() { "$root/scripts/server.sh" bt "$dir" "$@"; }
+# connect ADDR NAME PROFILES / disconnect ADDR: the headset comes or goes and its card with it.
+connect() {
+	if [ "$(bt status | grep -c "$1" || true)" = 0 ]; then bt add "$1" "$2" "$3"; fi
+	bt connect "$1"
+	wait_for "card of $1" card_present "bluez_card.${1//:/_}"
+	wait_for "sink of $1" sh -c "pactl list short sinks | grep -q 'bluez_.*${1//:/_}'"
+}
+disconnect() {
+	bt disconnect "$1"
+	wait_for "no card of $1" sh -c "! pactl list short cards | grep -q 'bluez_card.${1//:/_}'"
+}
+# mark / since FILE [TYPE...]: the event lines printed since the last mark (time stamps cut).
+since() {
+	local file=$1 from
+	shift
+	from=$([ "$file" = "$watch" ] && echo "$mark_watch" || echo "$mark_apply")
+	tail -n +"$((from + 1))" "$file" >"$dir/since.txt"
+	lines "$dir/since.txt" "$@"
+}
+mode() { [ "$1" = "$watch" ] && echo watch || echo watch --apply; }
+# expect_step NAME LINE...: since the mark, each watcher printed exactly these route and device
+# lines, in this order (nothing else of those types).
+expect_step() {
+	local name=$1 file want got
+	shift
+	want=$(printf '%s\n' "$@")
+	for file in "$watch" "$apply"; do
+		got=$(since "$file" route device-added device-removed)
+		if [ "$got" = "$want" ]; then ok "$name ($(mode "$file"))"; else
+			not_ok "$name ($(mode "$file"))" "expected:" "$(printf '%s\n' "$@" | sed 's/^/  /')" "the events since the step began:" "$(since "$file" | sed 's/^/  /')"
+		fi
+	done
+}
+# expect_cleared NAME [LINE]: since the mark, watch --apply (which alone clears an override while it
+# runs) printed this override-cleared line, or none; plain watch none.
+expect_cleared() {
+	expect_eq "$1 (watch --apply)" "${2:-}" "$(since "$apply" override-cleared)"
+	expect_eq "$1 (watch)" "" "$(since "$watch" override-cleared)"
+}
+settle() { quiet "$watch" "$apply" || true; }

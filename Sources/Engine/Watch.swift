@@ -57,6 +57,8 @@ public struct Watch {
         guard reportCall() else { return }
         if apply { clearStaleOverride(status) }
         while !server.shouldStop {
+            // Call mode began or ended since the last round (after its route event, once no move is held).
+            guard reportCall() else { break }
             do {
                 let wait = hold.map { max(0, $0.wakeAt - clocks.monotonic()) }
                 guard try server.waitForChanges(timeout: wait) else {
@@ -65,11 +67,11 @@ public struct Watch {
                     adoptIntent(snapshot)
                     guard let held = hold, held.wakeAt <= clocks.monotonic() else { continue }
                     hold = nil
-                    guard reportRoute(Status(snapshot: snapshot), reason: held.reason), reportCall() else { break }
+                    guard reportRoute(Status(snapshot: snapshot), reason: held.reason) else { break }
                     continue
                 }
                 let next = try server.snapshotAfterChange(timeout: timeout)
-                guard try handle(Change(previous: snapshot, current: next), next), reportCall() else { break }
+                guard try handle(Change(previous: snapshot, current: next), next) else { break }
             } catch let error as EngineError {
                 if case .state = error { throw error }
                 guard server.isConnected else {
@@ -197,6 +199,7 @@ public struct Watch {
         if let request = decision.request, store.policyRunning, decision.reason != .categoryChange || hold?.intent == nil {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
+            held.inCall = preferences.inCall
             held.note(arrived: held.isDone(next), at: clocks.monotonic())
             hold = held
         }
@@ -361,6 +364,8 @@ struct RouteHold {
     var reached: Status?
     var reason: RouteChangeReason
     var preferredInput: String?
+    /// The policy's move is planned in call mode (the call's profiles are where it ends).
+    var inCall = false
     var deadline: Double
     var quietUntil: Double?
 
@@ -379,7 +384,7 @@ struct RouteHold {
     func isDone(_ snapshot: Snapshot) -> Bool {
         if let target { return Status(snapshot: snapshot).output?.id == target }
         guard let request else { return true }
-        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput))
+        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput, inCall: inCall))
         return plan.map { !$0.movesRoute } ?? true
     }
 

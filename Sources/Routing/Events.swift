@@ -54,7 +54,7 @@ public struct Change: Sendable {
     /// Outputs that became usable (a sink appeared, a jack was plugged), and the reverse.
     public var added: [Output]
     public var removed: [Output]
-    /// Cards whose active profile changed.
+    /// Cards whose active profile changed to another one that plays (a flip: A2DP <-> HFP, HiFi <-> Voice Call).
     public var profileChanged: Set<String>
 
     public init(previous: Snapshot, current: Snapshot) {
@@ -64,7 +64,7 @@ public struct Change: Sendable {
         added = Change.unique(self.current.outputs.filter { after.contains($0.id) && !before.contains($0.id) })
         removed = Change.unique(self.previous.outputs.filter { before.contains($0.id) && !after.contains($0.id) })
         var changed: Set<String> = []
-        for card in current.cards {
+        for card in current.cards where card.activeProfile != "off" {
             if let old = previous.cards.first(where: { $0.name == card.name }), old.activeProfile != card.activeProfile {
                 changed.insert(card.name)
             }
@@ -73,9 +73,11 @@ public struct Change: Sendable {
     }
 
     /// The outputs there to be used: on a sink or behind a profile switch, and not a jack known to
-    /// be empty. A built-in output hidden by a plugged jack is still there (no device-removed).
+    /// be empty. A built-in output hidden by a plugged jack is still there (no device-removed). A card
+    /// switched `off` has none: a Bluetooth headset disconnecting (PulseAudio turns its card off
+    /// before removing it) or a card a user turned off is going, not flipping profile.
     static func present(_ status: Status) -> Set<String> {
-        Set(status.outputs.filter(\.isAvailable).map(\.id))
+        Set(status.outputs.filter { $0.isAvailable && $0.cardProfile != "off" }.map(\.id))
     }
 
     /// One output per id (a Bluetooth card with two sinks is one device).

@@ -188,7 +188,8 @@ public enum Planner {
         // a Bluetooth card appears a moment before its sink on PipeWire).
         if let current = output.cardProfile, pool.contains(current) { return nil }
         if output.sink != nil, ofKind.isEmpty { return nil }
-        return pool.first
+        // PipeWire's plain `headset-head-unit` picks the best codec itself; its codec variants pin one.
+        return pool.first { $0 == "headset-head-unit" } ?? pool.first
     }
 
     /// `--device NAME`: an output id, a sink name, a card name or a description, of the asked kind.

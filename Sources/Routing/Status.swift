@@ -129,7 +129,10 @@ public struct Status: Equatable, Sendable {
                 add(Output(route: Classifier.route(of: facts), sink: sink.name, sinkIndex: sink.index,
                            port: port?.name, description: description,
                            card: card?.index, cardName: card?.name, priority: port?.priority ?? 0,
-                           profiles: card.map { Status.profiles(of: cardPort, in: $0) } ?? [], cardProfile: card?.activeProfile,
+                           // A Bluetooth device is reached under any of its card's profiles (PipeWire gives
+                           // A2DP and HFP separate ports): all of them hold it.
+                           profiles: card.map { Status.profiles(of: bluetoothCard == nil ? cardPort : nil, in: $0) } ?? [],
+                           cardProfile: card?.activeProfile,
                            // pipewire-pulse can update a card port's availability a notification
                            // before the sink port's (WirePlumber reacts to the first): either says unplugged.
                            availability: cardPort?.port.availability == .unavailable ? .unavailable : port?.availability ?? .unknown,
@@ -145,7 +148,7 @@ public struct Status: Equatable, Sendable {
                 add(Output(route: route, sink: nil, sinkIndex: nil, port: cardPort.name,
                            description: route == .bluetooth ? description(of: card) : "\(cardPort.port.description) (\(description(of: card)))",
                            card: card.index, cardName: card.name, priority: cardPort.port.priority,
-                           profiles: Status.profiles(of: cardPort, in: card), cardProfile: card.activeProfile,
+                           profiles: Status.profiles(of: route == .bluetooth ? nil : cardPort, in: card), cardProfile: card.activeProfile,
                            availability: cardPort.port.availability,
                            isActive: false, id: route == .bluetooth ? card.name : "\(card.name):\(cardPort.name)"))
             }

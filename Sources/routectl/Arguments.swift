@@ -458,6 +458,7 @@ enum ArgumentParser {
         "headphone": "headset", "headphones": "headset", "earphones": "headset", "earbuds": "headset", "wired": "headset",
         "bt": "bluetooth", "bluez": "bluetooth", "speakers": "speaker", "loudspeaker": "speaker",
         "handset": "earpiece", "phone": "earpiece",
+        "stop": "end", "hangup": "end", "finish": "end", "begin": "start", "answer": "start",
     ]
 
     /// " Did you mean 'x'?" for the closest candidate, or nothing when none is close.

@@ -1,0 +1,114 @@
+import Engine
+import Routing
+import Testing
+
+/// Call mode (rule 8) on the fake server: what `call start` records and switches, and what `call end`
+/// puts back, on the simulated cards' own dumps.
+@Suite struct CallModeTests {
+    let phone = "alsa_card.sim-phone"
+    let headset = "bluez_card.00_11_22_33_44_55"
+
+    func phoneServer() throws -> FakeServer {
+        let server = FakeServer(try fixture("sim/pulseaudio-phone"))
+        server.profiles["\(phone)/Voice Call"] = try fixture("sim/pulseaudio-phone-voicecall")
+        server.profiles["\(phone)/HiFi"] = try fixture("sim/pulseaudio-phone")
+        return server
+    }
+
+    @Test func callStartRecordsTheCardsThenEntersVoiceCallOnTheEarpiece() throws {
+        let server = try phoneServer()
+        let store = FakeStore()
+        let started = try CallMode(server: server, store: store, clocks: ManualClock().clocks).start(speaker: false, timeout: 1)
+        #expect(started.isNew)
+        #expect(store.call?.profiles == [CallRecord.CardProfile(card: phone, profile: "HiFi")])
+        #expect(store.call?.output == "\(phone):[Out] Speaker")
+        #expect(server.applied.first == [.setCardProfile(card: phone, profile: "Voice Call")])
+        #expect(started.result.status.route == .receiver)
+        #expect(started.result.status.output?.cardProfile == "Voice Call")
+        #expect(store.intents.allSatisfy { $0.reason == .call })
+    }
+
+    /// PulseAudio 17 names: the earpiece is in `HiFi (Earpiece, Mic)` and `Voice Call (Earpiece, Mic)`;
+    /// a call takes the Voice Call one that holds the earpiece, not the first Voice Call profile.
+    @Test func theCallProfileIsChosenByItsPortsInTheNewNaming() throws {
+        let card = "alsa_card.sim-phone17"
+        let server = FakeServer(try fixture("sim/pulseaudio-phone17"))
+        server.profiles["\(card)/Voice Call (Earpiece, Mic)"] = try fixture("sim/pulseaudio-phone17-voicecall")
+        let started = try CallMode(server: server, store: FakeStore(), clocks: ManualClock().clocks).start(speaker: false, timeout: 1)
+        #expect(server.applied.first == [.setCardProfile(card: card, profile: "Voice Call (Earpiece, Mic)")])
+        #expect(started.result.status.route == .receiver)
+    }
+
+    @Test func callEndPutsTheProfileTheRouteAndTheMicrophoneBack() throws {
+        let server = try phoneServer()
+        server.current.sources = server.current.sources.map { var s = $0; s.mute = !s.isMonitor; return s }
+        server.profiles["\(phone)/HiFi"] = server.current
+        let store = FakeStore()
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        _ = try mode.start(speaker: false, timeout: 1)
+        #expect(Status(snapshot: server.current).micMuted == false, "the call's source, as the server gives it")
+        server.applied = []
+        let ended = try #require(try mode.end(timeout: 1))
+        #expect(server.applied.first == [.setCardProfile(card: phone, profile: "HiFi")])
+        #expect(ended.status.route == .speaker)
+        #expect(ended.status.micMuted == true, "muted before the call, muted after it")
+        #expect(store.call == nil)
+        #expect(try mode.end(timeout: 1) == nil, "no call: nothing to end")
+    }
+
+    @Test func aRefusedCallStartLeavesNothingHalfApplied() throws {
+        let server = try phoneServer()
+        server.refuse = { if case .setSinkPort = $0 { return true } else { return false } }
+        let store = FakeStore()
+        #expect(throws: EngineError.self) {
+            _ = try CallMode(server: server, store: store, clocks: ManualClock().clocks).start(speaker: false, timeout: 1)
+        }
+        #expect(store.call == nil)
+        #expect(server.current.cards.first?.activeProfile == "HiFi")
+    }
+
+    @Test func theOverrideStepsAsideForTheCallAndComesBack() throws {
+        let server = try phoneServer()
+        let store = FakeStore()
+        let before = OverrideRecord(target: .speaker, setAt: 5, externals: [])
+        store.record = before
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        let started = try mode.start(speaker: false, timeout: 1)
+        #expect(store.record == nil)
+        #expect(started.result.status.route == .receiver, "the call's receiver, not the override's speaker")
+        _ = try mode.end(timeout: 1)
+        #expect(store.record == before)
+    }
+
+    @Test func aBluetoothHeadsetTakesTheCallInHFPAndReturnsToA2DP() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-bluetooth-a2dp"))
+        server.profiles["\(headset)/handsfree_head_unit"] = try fixture("sim/pulseaudio-bluetooth-hfp")
+        server.profiles["\(headset)/a2dp_sink"] = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        let store = FakeStore()
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        let started = try mode.start(speaker: false, timeout: 1)
+        #expect(server.applied.first == [.setCardProfile(card: headset, profile: "handsfree_head_unit")])
+        #expect(started.result.status.route == .bluetooth)
+        #expect(started.result.snapshot.server.defaultSourceName == "bluez_source.00_11_22_33_44_55.handsfree_head_unit",
+                "the microphone follows the output")
+        server.applied = []
+        let ended = try #require(try mode.end(timeout: 1))
+        #expect(server.applied.first == [.setCardProfile(card: headset, profile: "a2dp_sink")])
+        #expect(ended.status.route == .bluetooth)
+    }
+
+    /// Outside a call a headset another client put in HFP (a softphone) stays there; in a call routectl
+    /// switches it (rule 8).
+    @Test func bluetoothProfilesAreTheCallsOnlyInACall() throws {
+        let hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let request = RouteRequest(target: .bluetooth, device: headset)
+        #expect(try Planner.plan(hfp, request, PlanContext(inCall: false)).actions.isEmpty)
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        #expect(try Planner.plan(a2dp, request, PlanContext(inCall: false)).actions.isEmpty)
+        #expect(try Planner.plan(a2dp, request, PlanContext(inCall: true)).actions
+            == [.setCardProfile(card: headset, profile: "handsfree_head_unit")])
+        let pipewire = try fixture("sim/pipewire-bluetooth-a2dp")
+        #expect(try Planner.plan(pipewire, request, PlanContext(inCall: true)).actions
+            == [.setCardProfile(card: headset, profile: "headset-head-unit")], "PipeWire's HFP is on another port of the card")
+    }
+}

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# End-to-end tests of call mode (DESIGN.md rule 8) on the simulated phone (both UCM namings) and
+# laptop, with a Bluetooth headset on the BlueZ stand-in: `call start|end|status`, plugs, `set` and
+# `clear` during a call under `watch --apply`, the microphone, and the files and exit statuses. Each
+# check reads the server back (profile, port, default) and the exact event lines of plain `watch` and
+# `watch --apply` side by side.
+#   tests/e2e-calls.sh pulseaudio|pipewire [ROUTECTL]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+export BLUETOOTH=1
+watchers=()
+before_cleanup() {
+	for pid in "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+CARDS="phone" e2e_setup calls "${1:?usage: e2e-calls.sh pulseaudio|pipewire [routectl]}" "${2:-}"
+bluetooth_names
+a_addr=00:11:22:33:44:55 a_name=WH-1000XM4 a_card=bluez_card.00_11_22_33_44_55
+
+# What the server says: the default sink's active port, and a card profile's UCM verb (the name before " (").
+port_now() { server_route | cut -d' ' -f2-; }
+port_is() { [ "$(port_now)" = "$1" ]; }
+verb_of() { profile_of "$1" | sed 's/ (.*//'; }
+# expect_both NAME REGEX: both watchers printed a line matching REGEX since the mark.
+expect_both() {
+	local file
+	for file in "$watch" "$apply"; do
+		wait_line "$file" 1 "$2" >/dev/null 2>&1 || true
+		expect_match "$1 ($(mode "$file"))" "$2" "$(since "$file")"
+	done
+}
+
+# phone_tour KIND: a call on a phone card, with the headset jack in and out, the speaker and the
+# receiver, under both watchers; `call end` puts HiFi, the speaker and the microphone back.
+phone_tour() {
+	local kind=$1 card=alsa_card.sim-$1 hifi
+	cards_server "$kind"
+	wait_for "$kind: the server on the speaker" port_is "[Out] Speaker" || true
+	hifi=$(profile_of "$card")
+	rc input mute on >/dev/null
+	start_watchers
+	echo "-- $kind: call start: the receiver, in a Voice Call profile (chosen by its ports: $hifi now)"
+	run_rc rc call start
+	expect_eq "$kind call start: exit 0" 0 "$rc"
+	expect_eq "$kind call start: the card in its Voice Call verb (server)" "Voice Call" "$(verb_of "$card")"
+	expect_eq "$kind call start: the earpiece port (server)" "[Out] Earpiece" "$(port_now)"
+	expect_match "$kind call start: the output says so" "^route +receiver" "$out"
+	expect_eq "$kind query call" yes "$(rc query call)"
+	expect_eq "$kind query target during the call" earpiece "$(rc query target)"
+	expect_eq "$kind call status --json: call" true "$(rc --json call status | json_get call)"
+	expect_eq "$kind call status --json: target" earpiece "$(rc --json call status | json_get target)"
+	wait_line "$apply" 1 "^call active" || true
+	wait_line "$watch" 1 "^call active" || true
+	settle
+	expect_step "$kind call start: one route event, reason call" "route receiver (was speaker) reason=call output=$card:[Out] Earpiece"
+	expect_both "$kind call start: the call event" "call active route=receiver"
+	expect_eq "$kind call start: call.json records the profile before the call" "$hifi" \
+		"$(json_get profiles.0.profile <"$XDG_RUNTIME_DIR/routectl/call.json")"
+
+	echo "-- $kind: the headset jack during the call: it takes the call, in a call profile"
+	mark
+	jack "$kind" headphone in
+	wait_line "$apply" 1 "^route headset" || true
+	settle
+	expect_eq "$kind jack in: the headphones port (server)" "[Out] Headphones" "$(port_now)"
+	expect_eq "$kind jack in: still a Voice Call profile (server)" "Voice Call" "$(verb_of "$card")"
+	expect_step "$kind jack in: the device and one route event" \
+		"device-added headset $card:[Out] Headphones \"Headphones (Sim Phone)\"" \
+		"route headset (was receiver) reason=new-device-available output=$card:[Out] Headphones"
+
+	echo "-- $kind: the speaker button with the headset in (set speaker --force), then the jack pulled"
+	mark
+	run_rc rc set speaker --force
+	expect_eq "$kind speaker with the headset in: exit 0" 0 "$rc"
+	expect_eq "$kind speaker with the headset in: the speaker port (server)" "[Out] Speaker" "$(port_now)"
+	expect_eq "$kind speaker with the headset in: still Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+	settle
+	mark
+	jack "$kind" headphone out
+	settle
+	expect_eq "$kind jack out with the speaker on: the speaker stays (server)" "[Out] Speaker" "$(port_now)"
+	expect_eq "$kind jack out with the speaker on: query says speaker" speaker "$(rc query route)"
+	expect_eq "$kind jack out with the speaker on: still Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+	expect_step "$kind jack out with the speaker on: no route event" \
+		"device-removed headset $card:[Out] Headphones \"Headphones (Sim Phone)\""
+
+	echo "-- $kind: clear during the call returns to the call's target, the receiver"
+	mark
+	run_rc rc clear
+	expect_eq "$kind clear in a call: exit 0" 0 "$rc"
+	expect_eq "$kind clear in a call: the earpiece (server)" "[Out] Earpiece" "$(port_now)"
+	expect_eq "$kind clear in a call: Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+	settle
+	expect_step "$kind clear in a call: one route event, reason override" \
+		"route receiver (was speaker) reason=override output=$card:[Out] Earpiece"
+
+	echo "-- $kind: a headset that goes during the call falls back to the receiver, never the music route"
+	jack "$kind" headphone in
+	wait_line "$apply" 2 "^route headset" || true
+	settle
+	mark
+	jack "$kind" headphone out
+	wait_line "$apply" 1 "^route receiver" || true
+	settle
+	expect_eq "$kind headset gone in a call: the earpiece (server)" "[Out] Earpiece" "$(port_now)"
+	expect_eq "$kind headset gone in a call: Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+	expect_step "$kind headset gone in a call: one route event to the receiver" \
+		"device-removed headset $card:[Out] Headphones \"Headphones (Sim Phone)\"" \
+		"route receiver (was headset) reason=old-device-unavailable output=$card:[Out] Earpiece"
+
+	echo "-- $kind: the microphone during the call, and call end from another shell"
+	run_rc rc input mute off
+	expect_eq "$kind input mute off: exit 0" 0 "$rc"
+	expect_eq "$kind input mute off: read back" "mic_muted    no" "$out"
+	expect_eq "$kind query mic_muted in the call" no "$(rc query mic_muted)"
+	mark
+	run_rc sh -c "cd / && '$routectl' call end"
+	expect_eq "$kind call end from another shell: exit 0" 0 "$rc"
+	expect_eq "$kind call end: the profile before the call (server)" "$hifi" "$(profile_of "$card")"
+	expect_eq "$kind call end: the speaker port (server)" "[Out] Speaker" "$(port_now)"
+	expect_eq "$kind call end: the microphone muted again, as before the call" yes "$(rc query mic_muted)"
+	expect_eq "$kind call end: query call" no "$(rc query call)"
+	expect_eq "$kind call end: call.json is gone" no "$([ -e "$XDG_RUNTIME_DIR/routectl/call.json" ] && echo yes || echo no)"
+	wait_line "$apply" 1 "^call ended" || true
+	wait_line "$watch" 1 "^call ended" || true
+	settle
+	expect_step "$kind call end: one route event back, reason call" "route speaker (was receiver) reason=call output=$card:[Out] Speaker"
+	expect_both "$kind call end: the call event" "call ended route=speaker"
+	run_rc rc call end
+	expect_eq "$kind call end with no call: exit 0" 0 "$rc"
+	expect_eq "$kind call end with no call: says so" "routectl: note: no call in progress" "$err"
+	rc input mute off >/dev/null
+	stop_watchers
+}
+
+echo "== $server: call mode on simulated phones: $(pactl info | sed -n 's/^Server Name: //p')"
+phone_tour phone
+phone_tour phone17
+
+echo "-- phone: --speaker, set earpiece during the call, and two call start at once"
+cards_server phone
+card=alsa_card.sim-phone
+wait_for "phone: the server on the speaker" port_is "[Out] Speaker" || true
+run_rc rc call start --speaker
+expect_eq "call start --speaker: exit 0" 0 "$rc"
+expect_eq "call start --speaker: the speaker port (server)" "[Out] Speaker" "$(port_now)"
+expect_eq "call start --speaker: Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+expect_eq "call start --speaker: target" speaker "$(rc query target)"
+run_rc rc set earpiece
+expect_eq "set earpiece in a call: exit 0" 0 "$rc"
+expect_eq "set earpiece in a call: the earpiece port (server)" "[Out] Earpiece" "$(port_now)"
+expect_eq "set earpiece in a call: Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+rc call end >/dev/null
+expect_eq "call end after --speaker: HiFi again (server)" HiFi "$(profile_of "$card")"
+expect_eq "call end after --speaker: no override left from the call" none "$(rc query override)"
+rc call start >"$dir/one.txt" 2>&1 & one=$!
+rc call start >"$dir/two.txt" 2>&1 & two=$!
+set +e
+wait "$one"; rc_one=$?
+wait "$two"; rc_two=$?
+set -e
+expect_eq "two call start at once: both exit 0" "0 0" "$rc_one $rc_two"
+expect_eq "two call start at once: the second re-applied (one note)" 1 "$(cat "$dir/one.txt" "$dir/two.txt" | grep -c 'already in progress' || true)"
+expect_eq "two call start at once: the earpiece in Voice Call (server)" "Voice Call [Out] Earpiece" "$(verb_of "$card") $(port_now)"
+expect_eq "two call start at once: call.json holds the profile before the call" HiFi \
+	"$(json_get profiles.0.profile <"$XDG_RUNTIME_DIR/routectl/call.json")"
+rc call end >/dev/null
+expect_eq "and call end restores HiFi (server)" "HiFi [Out] Speaker" "$(profile_of "$card") $(port_now)"
+
+echo "-- phone: an override in force before the call steps aside and comes back after it"
+rc set earpiece >/dev/null
+rc call start --speaker >/dev/null
+expect_eq "override before the call: the call's speaker wins (server)" "[Out] Speaker" "$(port_now)"
+expect_eq "override before the call: query override during the call" none "$(rc query override)"
+rc call end >/dev/null
+expect_eq "override before the call: back after it" earpiece "$(rc query override)"
+expect_eq "override before the call: the route before the call (server)" "[Out] Earpiece" "$(port_now)"
+rc clear >/dev/null
+
+echo "-- the files and the exit statuses"
+rc call start >/dev/null
+cp "$XDG_RUNTIME_DIR/routectl/call.json" "$dir/call.saved"
+printf '{"version":1,"started_at":' >"$XDG_RUNTIME_DIR/routectl/call.json"
+run_rc rc call end
+expect_eq "corrupt call.json: call end exit 5" 5 "$rc"
+expect_match "corrupt call.json: the message names it" "call.json" "$err"
+expect_eq "corrupt call.json: left as it was" '{"version":1,"started_at":' "$(cat "$XDG_RUNTIME_DIR/routectl/call.json")"
+run_rc rc query
+expect_eq "corrupt call.json: query exit 5" 5 "$rc"
+cp "$dir/call.saved" "$XDG_RUNTIME_DIR/routectl/call.json"
+run_rc rc call end
+expect_eq "call.json repaired: call end exit 0" 0 "$rc"
+expect_eq "call.json repaired: HiFi (server)" HiFi "$(profile_of "$card")"
+run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 call start
+expect_eq "call start with no server: exit 4" 4 "$rc"
+expect_eq "call start with no server: no call recorded" no "$([ -e "$XDG_RUNTIME_DIR/routectl/call.json" ] && echo yes || echo no)"
+rc dump >"$dir/dump.json"
+run_rc rc --snapshot "$dir/dump.json" call start
+expect_eq "--snapshot call start: exit 2" 2 "$rc"
+run_rc rc --snapshot "$dir/dump.json" call status
+expect_match "--snapshot call status: from the dump" "^call +no" "$(printf '%s\n' "$out" | head -1)"
+run_rc rc call stop
+expect_eq "call stop: exit 2" 2 "$rc"
+expect_eq "call stop: the line" "routectl: The value 'stop' is invalid for 'call'. Did you mean 'end'? See 'routectl --help'." "$err"
+run_rc rc call end --speaker
+expect_eq "call end --speaker: exit 2" 2 "$rc"
+run_rc rc input mute maybe
+expect_eq "input mute maybe: exit 2" 2 "$rc"
+
+echo "-- laptop (no call profile) with a Bluetooth headset: HFP for the call only"
+cards_server laptop
+laptop_card=alsa_card.sim-laptop
+wait_for "laptop: the speaker" port_is analog-output-speaker || true
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
+rc set bluetooth >/dev/null
+start_watchers
+run_rc rc call start
+expect_eq "laptop call start: exit 0" 0 "$rc"
+expect_match "laptop call start: the headset in HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+expect_eq "laptop call start: route bluetooth" bluetooth "$(rc query route)"
+expect_match "laptop call start: the headset's microphone is the default input (server)" "^bluez_(source|input)\." "$(pactl get-default-source)"
+settle
+expect_step "laptop call start: one route event, reason call" "route bluetooth (was bluetooth) reason=call output=$a_card"
+mark
+disconnect "$a_addr"
+wait_line "$apply" 1 "^route speaker" || true
+settle
+expect_eq "laptop headset lost in the call: the speaker (no receiver) (server)" "analog-output-speaker" "$(port_now)"
+expect_step "laptop headset lost in the call: one route event" \
+	"device-removed bluetooth $a_card \"$a_name\"" \
+	"route speaker (was bluetooth) reason=old-device-unavailable output=$laptop_card:analog-output-speaker"
+mark
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 1 "^route bluetooth" || true
+settle
+expect_match "laptop headset back in the call: HFP again (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+expect_eq "laptop headset back in the call: route bluetooth" bluetooth "$(rc query route)"
+expect_step "laptop headset back in the call: one route event" \
+	"device-added bluetooth $a_card \"$a_name\"" \
+	"route bluetooth (was speaker) reason=new-device-available output=$a_card"
+mark
+run_rc rc call end
+expect_eq "laptop call end: exit 0" 0 "$rc"
+wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
+expect_match "laptop call end: the headset back in A2DP (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+expect_eq "laptop call end: route bluetooth" bluetooth "$(rc query route)"
+expect_eq "laptop call end: the override from before the call is back" bluetooth "$(rc query override)"
+settle
+expect_both "laptop call end: the call event" "call ended route=bluetooth"
+stop_watchers
+run_rc rc call start --speaker
+expect_eq "laptop call start --speaker with the headset: exit 0" 0 "$rc"
+expect_eq "laptop call start --speaker: the headset keeps the call (rule 8)" bluetooth "$(rc query route)"
+rc set speaker --force >/dev/null
+expect_eq "laptop set speaker --force in the call: the speaker (server)" analog-output-speaker "$(port_now)"
+rc call end >/dev/null
+disconnect "$a_addr"
+run_rc rc call start
+expect_eq "laptop with no receiver: call start exit 0" 0 "$rc"
+expect_eq "laptop with no receiver: says so" "routectl: note: no receiver here; the call is on the speaker" "$err"
+expect_eq "laptop with no receiver: the speaker (server)" analog-output-speaker "$(port_now)"
+rc call end >/dev/null
+
+summary
