@@ -22,6 +22,7 @@ expect_rc "set earpiece: exit 0" 0
 expect_eq "set earpiece: pactl default" sim-earpiece "$(default_sink)"
 expect_eq "set earpiece: route read back" "route     receiver" "$(printf '%s\n' "$out" | head -1)"
 expect_eq "set earpiece: override recorded" earpiece "$(json_get override <"$override")"
+expect_eq "set earpiece: the text names the default it falls back to" "default   speaker" "$(printf '%s\n' "$out" | grep '^default')"
 run_rc rc set receiver --json
 expect_eq "receiver is earpiece" earpiece "$(printf '%s' "$out" | json_get target)"
 plug headset sim-headset

@@ -215,6 +215,11 @@ echo "-- help and version"
 expect_same "-h, --help and help print the same" rc --help -- rc -h
 expect_same "help == --help" rc --help -- rc help
 expect_same "help query == query --help" rc help query -- rc query --help
+expect_eq "help --json lists every command the text lists" \
+	"$(rc help | sed -n '/^COMMANDS:/,/^$/p' | awk 'NF && !/COMMANDS/ {print $1}' | sort | tr '\n' ' ')" \
+	"$(rc help --json | python3 -c 'import json,sys; print(" ".join(sorted(c["name"] for c in json.load(sys.stdin)["commands"])), end=" ")')"
+expect_eq "help call --json: its options" speaker "$(rc --json help call | json_get options.0.name)"
+expect_eq "help --json: exit status 130" "interrupted (Ctrl-C) before done" "$(rc help --json | json_get exit_statuses.130)"
 expect_match "--version names libpulse" '^routectl [0-9.]+ \(libpulse: compiled with [0-9.]+, linked with [0-9.]+\)$' "$(rc --version)"
 
 summary

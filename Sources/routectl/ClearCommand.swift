@@ -83,6 +83,7 @@ extension RouteCommands {
                 ["route", status.route.rawValue],
                 ["target", target.rawValue],
                 ["override", preferences.override?.rawValue ?? "none"],
+                ["default", preferences.defaultTarget.rawValue],
                 ["output", status.output.map { $0.id } ?? "none"],
             ]))
         }

@@ -1,4 +1,5 @@
 import Pulse
+import Routing
 
 /// The help texts, in swift-argument-parser's layout; `-h`, `--help` and `help COMMAND` print the same.
 enum Help {
@@ -30,12 +31,10 @@ enum Help {
         out += """
 
         EXIT STATUS:
-          0  done (also: recorded, and an external device keeps priority)
-          1  the server refused or an operation failed
-          2  usage: an unknown command, option or value
-          3  recorded, but no output of that kind exists here; the route fell back
-          4  no sound server could be reached within the timeout
-          5  a state file cannot be read or written (the message names it)
+
+        """
+        out += Console.table(ExitStatus.documented.map { [String($0.0.rawValue), $0.1] }, indent: "  ")
+        out += """
 
         See 'routectl help <command>' for details.
 
@@ -61,5 +60,31 @@ enum Help {
             if let v = o.value { spelled += " <\(v.lowercased())>" }
             return [spelled, o.help]
         }, indent: "  ")
+    }
+
+    /// `help --json`: the command table itself, for tools and completion generators.
+    static func json(for topic: String?) -> JSON {
+        if let topic, let spec = Grammar.command(named: topic) { return object(spec) }
+        return .object([
+            ("version", .string(version)),
+            ("options", .array(Grammar.globalOptions.map(object))),
+            ("commands", .array(Grammar.commands.map(object))),
+            ("exit_statuses", .object(ExitStatus.documented.map { (String($0.0.rawValue), .string($0.1)) })),
+        ])
+    }
+
+    static func object(_ spec: CommandSpec) -> JSON {
+        .object([
+            ("name", .string(spec.name)), ("arguments", .string(spec.arguments)), ("summary", .string(spec.summary)),
+            ("words", .array(Grammar.words(of: spec).map(JSON.string))), ("options", .array(spec.options.map(object))),
+            ("details", .string(spec.details)),
+        ])
+    }
+
+    static func object(_ option: OptionSpec) -> JSON {
+        .object([
+            ("name", .string(option.name)), ("short", option.short.map { .string(String($0)) } ?? .null),
+            ("value", option.value.map(JSON.string) ?? .null), ("help", .string(option.help)),
+        ])
     }
 }

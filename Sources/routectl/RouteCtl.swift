@@ -27,7 +27,7 @@ enum RouteCtl {
         let options = invocation.options
         switch invocation.command {
         case let .help(topic):
-            return write(Help.text(for: topic))
+            return write(options.json ? Help.json(for: topic).text + "\n" : Help.text(for: topic))
         case let .completions(shell):
             return write(Completions.script(shell))
         case let .completionIds(kind):
