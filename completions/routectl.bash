@@ -8,7 +8,7 @@ _routectl_ids() {
 _routectl() {
 	local cur prev words cword
 	_init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
-	local commands="query set clear default input watch wait devices dump help completions"
+	local commands="query set clear default input call watch wait devices dump help completions"
 	local globals="--json -s --server --snapshot --timeout -q --quiet -h --help --version"
 	case $prev in
 	-s | --server) return ;;
@@ -27,6 +27,7 @@ _routectl() {
 	if [[ $cur == -* ]]; then
 		case $cmd in
 		set) COMPREPLY=($(compgen -W "$globals --force --device" -- "$cur")) ;;
+		call) COMPREPLY=($(compgen -W "$globals --speaker" -- "$cur")) ;;
 		watch) COMPREPLY=($(compgen -W "$globals --apply --mute-on-fallback" -- "$cur")) ;;
 		*) COMPREPLY=($(compgen -W "$globals" -- "$cur")) ;;
 		esac
@@ -34,12 +35,13 @@ _routectl() {
 	fi
 	case $cmd in
 	"") COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
-	query) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "route target override default external available bluetooth headset receiver speaker engaged other_audio muted sink port description server output other_audio_playing" -- "$cur")); fi ;;
+	query) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "route target override default external available bluetooth headset receiver speaker engaged other_audio muted call mic_muted sink port description server output other_audio_playing" -- "$cur")); fi ;;
 	set) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "speaker earpiece receiver bluetooth headset" -- "$cur")); fi ;;
 	default) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "speaker earpiece" -- "$cur")); fi ;;
-	input) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "list set clear" -- "$cur")); elif [ "$first" = set ]; then _routectl_ids inputs "$cur"; fi ;;
+	input) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "list set clear mute" -- "$cur")); elif [ "$first" = set ]; then _routectl_ids inputs "$cur"; fi ;;
+	call) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "start end status" -- "$cur")); fi ;;
 	wait) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "speaker receiver bluetooth headset unknown" -- "$cur")); fi ;;
-	help) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "query set clear default input watch wait devices dump help completions" -- "$cur")); fi ;;
+	help) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "query set clear default input call watch wait devices dump help completions" -- "$cur")); fi ;;
 	completions) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "bash zsh fish ids" -- "$cur")); fi ;;
 	esac
 }
