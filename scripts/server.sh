@@ -39,6 +39,8 @@ props_for() {
 	headset) echo "device.form_factor=headphone device.bus=usb" ;;
 	bluetooth) echo "device.form_factor=headset device.bus=bluetooth device.api=bluez5" ;;
 	hdmi) echo "device.form_factor=tv device.bus=pci" ;;
+	# An HDMI card's properties on a null sink, class and all: hardware to routectl's no-steal rule.
+	monitor) echo "device.class=sound device.form_factor=tv device.bus=pci" ;;
 	*) echo "server.sh: unknown device kind '$1'" >&2; return 2 ;;
 	esac
 }

@@ -126,14 +126,16 @@ public struct Watch {
         adoptIntent(next)
         guard apply else { return follow(change, next, events) }
         let preferences = try preferences()
-        var decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback)
+        var decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
+                                     recentlyAdded: Set(recentlyAdded.keys))
         if decision.reason == .categoryChange, hold?.intent != nil {
             // routectl's own profile switch is under way (set, clear): the card is not flipping by itself.
             decision.request = nil
             decision.reason = nil
         }
         // The route event waits for routectl's own move, so that one user action is one route change.
-        for event in events where decision.request == nil || event.type != "route" {
+        // The server's steal by an HDMI output is reported, then routectl's putting it back.
+        for event in events where decision.request == nil || decision.reason == .restored || event.type != "route" {
             if case let .route(_, _, reason, _) = event {
                 guard reportOrHold(Status(snapshot: next), reason: reason) else { return false }
                 continue
@@ -195,8 +197,10 @@ public struct Watch {
             guard emit(event) else { return false }
         }
         let preferences = (try? preferences()) ?? Preferences()
-        let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: false)
-        if let request = decision.request, store.policyRunning, decision.reason != .categoryChange || hold?.intent == nil {
+        let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: false,
+                                     recentlyAdded: Set(recentlyAdded.keys))
+        if let request = decision.request, store.policyRunning, decision.reason != .restored,
+           decision.reason != .categoryChange || hold?.intent == nil {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
             held.inCall = preferences.inCall
@@ -309,7 +313,8 @@ public struct Watch {
                 clearStaleOverride(Status(snapshot: fresh))
                 let preferences = try self.preferences()
                 do {
-                    let request = Policy.choice(Status(snapshot: fresh), policy, defaultTarget: preferences.effectiveTarget)
+                    let request = Policy.choice(Status(snapshot: fresh), policy, defaultTarget: preferences.effectiveTarget,
+                                                priority: preferences.priority)
                     snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                                  inCall: preferences.inCall).snapshot
                     if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),

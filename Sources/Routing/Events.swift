@@ -8,6 +8,9 @@ public enum RouteChangeReason: String, Sendable, CaseIterable {
     case routeConfigurationChange = "route-configuration-change"
     case noSuitableRoute = "no-suitable-route"
     case wakeFromSleep = "wake-from-sleep"
+    /// routectl's desktop policy put the route back after the server moved it (an unlisted HDMI output
+    /// made the default as it appeared).
+    case restored
     /// `call start` or `call end` moved it.
     case call
     case unknown

@@ -16,11 +16,21 @@ public struct RouteRequest: Equatable, Sendable {
     public var target: RouteTarget
     public var device: String?
     public var force: Bool
+    /// `device` names one output whatever its kind: the policy's pick of a listed HDMI output (an
+    /// `unknown` route, which no target names).
+    public var anyKind: Bool
 
-    public init(target: RouteTarget, device: String? = nil, force: Bool = false) {
+    public init(target: RouteTarget, device: String? = nil, force: Bool = false, anyKind: Bool = false) {
         self.target = target
         self.device = device
         self.force = force
+        self.anyKind = anyKind
+    }
+
+    /// The request that puts the sound on this one output, forced.
+    public static func output(_ output: Output) -> RouteRequest {
+        RouteRequest(target: RouteTarget(route: output.route) ?? .speaker, device: output.id, force: true,
+                     anyKind: RouteTarget(route: output.route) == nil)
     }
 }
 
@@ -114,7 +124,7 @@ public enum Planner {
 
         let wanted = request.target.route
         if let device = request.device {
-            guard let output = match(device, in: status.outputs, route: wanted) else {
+            guard let output = match(device, in: status.outputs, route: request.anyKind ? nil : wanted) else {
                 throw .noSuchDevice(device, request.target)
             }
             return try actions(toward: output, snapshot, status, context, outcome: .switchTo)
@@ -193,8 +203,8 @@ public enum Planner {
     }
 
     /// `--device NAME`: an output id, a sink name, a card name or a description, of the asked kind.
-    static func match(_ name: String, in outputs: [Output], route: Route) -> Output? {
-        let kind = outputs.filter { $0.route == route && $0.isAvailable }
+    static func match(_ name: String, in outputs: [Output], route: Route?) -> Output? {
+        let kind = outputs.filter { (route == nil || $0.route == route) && $0.isAvailable }
         return kind.first { $0.id == name } ?? kind.first { $0.sink == name } ?? kind.first { $0.cardName == name }
             ?? kind.first { $0.description == name }
     }

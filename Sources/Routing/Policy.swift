@@ -36,28 +36,49 @@ public struct Decision: Equatable, Sendable {
 /// Only device changes lead to actions. A default-sink or port change that another client made (no
 /// device came or went) is reported and respected, and the preferences are left as they are (rule 5).
 public enum Policy {
-    /// Where the rules put the sound now: the most recently connected external device still
-    /// present, else the built-in target.
-    public static func choice(_ status: Status, _ state: PolicyState, defaultTarget: RouteTarget) -> RouteRequest {
-        for key in state.connected.reversed() {
-            if let output = status.outputs.first(where: { $0.id == key && $0.isAvailable }) {
-                return RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
+    /// Where the rules put the sound now: the best ranked output (`ranked`), else the built-in target.
+    public static func choice(_ status: Status, _ state: PolicyState, defaultTarget: RouteTarget,
+                              priority: [String] = []) -> RouteRequest {
+        guard let output = ranked(status, state, priority: priority).first else { return RouteRequest(target: defaultTarget, force: true) }
+        // An external device by its kind (the planner picks its profile); a listed other output by itself.
+        return output.route.isExternal ? RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
+            : .output(output)
+    }
+
+    /// The outputs the rules would put the sound on, best first (DESIGN.md §1, rule 1 and the priority
+    /// list): the present outputs the list names, in its order (an entry is an output id, or a kind,
+    /// `bluetooth` or `headset`, meaning those devices most recent first); then the unlisted external
+    /// devices, most recently connected first. An unlisted HDMI or built-in output is not ranked: the
+    /// target decides those.
+    public static func ranked(_ status: Status, _ state: PolicyState, priority: [String]) -> [Output] {
+        let present = status.outputs.filter { $0.isAvailable && !$0.isHiddenByJack && $0.cardProfile != "off" }
+        let recent = state.connected.reversed().compactMap { id in present.first { $0.id == id } }
+        var ranked: [Output] = []
+        func add(_ output: Output) { if !ranked.contains(where: { $0.id == output.id }) { ranked.append(output) } }
+        for entry in priority {
+            if let kind = Route(rawValue: entry), kind.isExternal {
+                recent.filter { $0.route == kind }.forEach(add)
+            } else if let output = present.first(where: { $0.id == entry || $0.sink == entry }) {
+                add(output)
             }
         }
-        return RouteRequest(target: defaultTarget, force: true)
+        recent.forEach(add)
+        return ranked
     }
 
     /// What the rules want with no device change to react to (`clear`, a call's start and end): an
     /// external device in use keeps the sound (rule 2); else the most recently connected one; else the
     /// base target (the call's during a call, else the default). An override is the caller's business.
     public static func ruling(_ status: Status, _ preferences: Preferences) -> RouteRequest {
-        if let output = status.output, output.route.isExternal, output.isAvailable {
+        let state = PolicyState(status: status)
+        if let output = status.output, output.route.isExternal, output.isAvailable,
+           preferences.priority.isEmpty || ranked(status, state, priority: preferences.priority).first?.id == output.id {
             // In a call the device is asked for by name: the call may need its headset profile.
             return preferences.inCall ? RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
                 : RouteRequest(target: preferences.baseTarget)
         }
-        let choice = choice(status, PolicyState(status: status), defaultTarget: preferences.baseTarget)
-        return RouteRequest(target: choice.target, device: choice.device)
+        let choice = choice(status, state, defaultTarget: preferences.baseTarget, priority: preferences.priority)
+        return RouteRequest(target: choice.target, device: choice.device, anyKind: choice.anyKind)
     }
 
     /// The output in use before the change, when it went away (any kind: an HDMI monitor sleeping too).
@@ -65,34 +86,55 @@ public enum Policy {
         change.previous.output.flatMap { old in change.removed.first { $0.id == old.id } }
     }
 
+    /// How long after an output appears a switch to it is the server's reaction to its arrival.
+    public static let noStealWindow = 1.0
+
+    /// An unlisted hardware output that is neither external nor built-in (HDMI/DisplayPort, S/PDIF,
+    /// line-out) never takes the route by itself (DESIGN.md §1 "No stealing by unknown outputs").
+    static func mayNotSteal(_ output: Output, _ priority: [String]) -> Bool {
+        output.route == .unknown && output.isHardware && !priority.contains { $0 == output.id || $0 == output.sink }
+    }
+
+    /// `recentlyAdded`: the outputs that appeared within `noStealWindow` before this change.
     public static func decide(_ change: Change, state: inout PolicyState, preferences: Preferences,
-                              muteOnFallback: Bool) -> Decision {
+                              muteOnFallback: Bool, recentlyAdded: Set<String> = []) -> Decision {
         var decision = Decision()
         let added = change.added.filter(\.route.isExternal)
         let removed = change.removed.filter(\.route.isExternal)
-        let mostRecent = state.connected.last
+        // Which output the rules would pick without the override, before and after this change.
+        let wouldWin = ranked(change.previous, state, priority: preferences.priority).first
         state.connected.removeAll { key in removed.contains { $0.id == key } }
         for output in added.sorted(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) where !state.connected.contains(output.id) {
             state.connected.append(output.id)
         }
+        let winner = ranked(change.current, state, priority: preferences.priority).first
+        let changesWinner = winner?.id != wouldWin?.id
 
-        if let newest = added.max(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) {
-            // Rule 1: a newly connected external device becomes the route, and the override goes.
-            decision.request = RouteRequest(target: newest.route == .bluetooth ? .bluetooth : .headset, device: newest.id)
+        if let winner, changesWinner, change.added.contains(where: { $0.id == winner.id }) {
+            // Rule 1 (and the priority list): a device that would win arrives; it becomes the route,
+            // and the override goes.
+            decision.request = choice(change.current, state, defaultTarget: preferences.baseTarget, priority: preferences.priority)
             decision.reason = .newDeviceAvailable
-            if preferences.override != nil { decision.clearOverride = "'\(newest.id)' was connected" }
-        } else if let gone = routeGone(change) ?? removed.first(where: { $0.id == mostRecent }) {
-            // The device in use, or the one the rules would pick (the most recent), went: the override goes.
-            let clears = preferences.override != nil && gone.route.isExternal
+            if preferences.override != nil { decision.clearOverride = "'\(winner.id)' was connected" }
+        } else if let gone = routeGone(change) ?? removed.first(where: { $0.id == wouldWin?.id }) {
+            // The device in use, or the one the rules would pick, went: the override goes.
+            let clears = preferences.override != nil && (gone.route.isExternal || gone.id == wouldWin?.id)
             if clears { decision.clearOverride = "'\(gone.id)' was disconnected" }
             if routeGone(change) != nil {
-                // Rule 3: fall back to the next most recent external device, else to the effective
-                // target (the default, or the call's target in a call, when this very change clears the override).
-                let request = choice(change.current, state, defaultTarget: clears ? preferences.baseTarget : preferences.effectiveTarget)
+                // Rule 3: fall back to the next one the rules rank, else to the effective target (the
+                // default, or the call's target in a call, when this very change clears the override).
+                let request = choice(change.current, state, defaultTarget: clears ? preferences.baseTarget : preferences.effectiveTarget,
+                                     priority: preferences.priority)
                 decision.request = request
                 decision.muteFallback = muteOnFallback && request.target.isBuiltIn
                 decision.reason = .oldDeviceUnavailable
             }
+        } else if let now = change.current.output, let old = change.previous.output, now.id != old.id,
+                  mayNotSteal(now, preferences.priority), change.added.contains(where: { $0.id == now.id }) || recentlyAdded.contains(now.id),
+                  let back = change.current.outputs.first(where: { $0.id == old.id && $0.isAvailable && !$0.isHiddenByJack }) {
+            // The server made an unlisted HDMI output the default as it appeared: put the route back.
+            decision.request = .output(back)
+            decision.reason = .restored
         } else if let old = change.previous.output, let card = old.cardName, change.profileChanged.contains(card),
                   change.current.output?.cardName != card, let target = RouteTarget(route: old.route),
                   let same = change.current.outputs.first(where: { $0.id == old.id && $0.isAvailable }) {

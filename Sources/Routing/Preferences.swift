@@ -9,13 +9,16 @@ public struct Preferences: Equatable, Sendable {
     /// During a call (rule 8), the call's built-in target: the receiver, or the speaker after
     /// `call start --speaker`. It stands in for the default until the call ends.
     public var callTarget: RouteTarget?
+    /// The priority list (DESIGN.md §1 "Desktop policy"): output ids or kinds, best first; empty: none.
+    public var priority: [String]
 
     public init(defaultTarget: RouteTarget = .speaker, override: RouteTarget? = nil, preferredInput: String? = nil,
-                callTarget: RouteTarget? = nil) {
+                callTarget: RouteTarget? = nil, priority: [String] = []) {
         self.defaultTarget = defaultTarget
         self.override = override
         self.preferredInput = preferredInput
         self.callTarget = callTarget
+        self.priority = priority
     }
 
     public var inCall: Bool { callTarget != nil }

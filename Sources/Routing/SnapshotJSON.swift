@@ -49,8 +49,13 @@ extension Snapshot {
                 }
                 call = t
             }
+            var priority: [String] = []
+            for item in try state.list("priority") {
+                guard let id = item.value.stringValue else { throw item.error("expected a string") }
+                priority.append(id)
+            }
             routectl = Preferences(defaultTarget: target, override: override, preferredInput: try state.optionalString("preferred_input"),
-                                   callTarget: call)
+                                   callTarget: call, priority: priority)
         }
     }
 
@@ -70,6 +75,7 @@ extension Snapshot {
                 ("preferred_input", p.preferredInput.map(JSON.string) ?? .null),
                 ("call", .bool(p.inCall)),
                 ("call_target", p.callTarget.map { .string($0.rawValue) } ?? .null),
+                ("priority", .array(p.priority.map(JSON.string))),
             ]))]
         } ?? []))
     }

@@ -24,6 +24,9 @@ public struct Output: Equatable, Sendable {
     public var id: String
     /// The sink is muted (the output's mute, not the microphone's).
     public var isMuted: Bool = false
+    /// A card's output, or a sink with `device.class=sound`: hardware, not a virtual, null or network
+    /// sink a client created (`device.class=abstract`, tunnels).
+    public var isHardware: Bool = false
 
     /// On a sink now, or reachable by switching its card to an available profile.
     public var isReachable: Bool { sink != nil || !profiles.isEmpty }
@@ -137,7 +140,8 @@ public struct Status: Equatable, Sendable {
                            // before the sink port's (WirePlumber reacts to the first): either says unplugged.
                            availability: cardPort?.port.availability == .unavailable ? .unavailable : port?.availability ?? .unknown,
                            isActive: isDefault && (port == nil || sink.activePort == port?.name || sink.activePort == nil),
-                           id: id, isMuted: sink.mute))
+                           id: id, isMuted: sink.mute,
+                           isHardware: card != nil || sink.properties["device.class"] == "sound"))
             }
         }
         // Card ports that no current sink offers: reachable by switching the card's profile.
@@ -150,7 +154,8 @@ public struct Status: Equatable, Sendable {
                            card: card.index, cardName: card.name, priority: cardPort.port.priority,
                            profiles: Status.profiles(of: route == .bluetooth ? nil : cardPort, in: card), cardProfile: card.activeProfile,
                            availability: cardPort.port.availability,
-                           isActive: false, id: route == .bluetooth ? card.name : "\(card.name):\(cardPort.name)"))
+                           isActive: false, id: route == .bluetooth ? card.name : "\(card.name):\(cardPort.name)",
+                           isHardware: true))
             }
         }
         return outputs

@@ -49,10 +49,13 @@ public struct RouteIntent: Equatable, Sendable {
 public struct PersistentState: Equatable, Sendable {
     public var defaultTarget: RouteTarget
     public var preferredInput: String?
+    /// The priority list: output ids or kinds (`bluetooth`, `headset`), best first.
+    public var priority: [String]
 
-    public init(defaultTarget: RouteTarget = .speaker, preferredInput: String? = nil) {
+    public init(defaultTarget: RouteTarget = .speaker, preferredInput: String? = nil, priority: [String] = []) {
         self.defaultTarget = defaultTarget
         self.preferredInput = preferredInput
+        self.priority = priority
     }
 }
 

@@ -183,11 +183,13 @@ extension PersistentState: StateRecord {
         guard let target = RouteTarget(rawValue: word), target.isBuiltIn else {
             throw FieldError(key: "default", problem: "'\(word)' is not speaker or earpiece")
         }
-        self.init(defaultTarget: target, preferredInput: try fields.optionalString("preferred_input"))
+        self.init(defaultTarget: target, preferredInput: try fields.optionalString("preferred_input"),
+                  priority: try fields.strings("priority"))
     }
 
     public var fields: [(String, JSON)] {
-        [("default", .string(defaultTarget.rawValue)), ("preferred_input", preferredInput.map(JSON.string) ?? .null)]
+        [("default", .string(defaultTarget.rawValue)), ("preferred_input", preferredInput.map(JSON.string) ?? .null),
+         ("priority", .array(priority.map(JSON.string)))]
     }
 }
 

@@ -36,6 +36,9 @@ enum Command {
     case inputClear
     case inputMute(MuteChange?)
     case call(CallVerb, speaker: Bool)
+    case priorityList
+    case prioritySet([String])
+    case priorityClear
     case watch(apply: Bool, muteOnFallback: Bool)
     case wait(Route, timeout: Double?)
     case devices
@@ -180,6 +183,17 @@ enum Grammar {
               status  whether a call is in progress, since when, and its route.
               While 'watch --apply' runs, plugs, 'set' and 'clear' keep the call profile; a headset
               lost during a call falls back to the call's target, never the music route.
+            """),
+        CommandSpec(
+            name: "priority", arguments: "[list] | set <id>... | clear", summary: "Show, set or clear the priority list of outputs.",
+            words: ["list", "set", "clear"], idsAfter: ("set", .outputs),
+            details: """
+              An ordered list of output ids (from 'routectl devices'; a Bluetooth device's id is its card,
+              the same in A2DP and HFP) or kinds (bluetooth, headset), kept in the persistent state; no
+              server is needed. Under 'watch --apply' the present listed output ranked highest takes the
+              route; unlisted external devices rank below, most recent first; an HDMI output takes the
+              route only if it is listed. Ids not present now are kept (the headset at the office).
+              'set --device' stays a temporary override and never edits the list.
             """),
         CommandSpec(
             name: "watch", arguments: "", summary: "Print route events as they happen; --apply keeps the rules.",
@@ -352,6 +366,18 @@ enum ArgumentParser {
             default:
                 throw Failure.usage("The value '\(verb)' is invalid for 'input'.\(suggestion(verb, ["list", "set", "clear", "mute"]))")
             }
+        case "priority":
+            guard let verb = rest.first, verb != "list" else { try atMost(1, rest, spec); return .priorityList }
+            switch verb {
+            case "clear": try atMost(1, rest, spec); return .priorityClear
+            case "set":
+                let ids = Array(rest.dropFirst())
+                guard !ids.isEmpty else { throw Failure.usage("Missing value for '<id>': 'priority set' takes one or more output ids.") }
+                for id in ids { _ = try outputID(id) }
+                return .prioritySet(ids)
+            default:
+                throw Failure.usage("The value '\(verb)' is invalid for 'priority'.\(suggestion(verb, ["list", "set", "clear"]))")
+            }
         case "call":
             guard let word = rest.first else { throw Failure.usage("Missing value for 'call': expected start, end or status.") }
             try atMost(1, rest, spec)
@@ -439,6 +465,14 @@ enum ArgumentParser {
             throw Failure.usage("The value for '\(option)' is invalid: a server address is at most 1024 bytes, without control characters.")
         }
         return value
+    }
+
+    /// An output or input id as DESIGN.md §1 bounds it: not empty, at most 1,024 bytes, no control characters.
+    static func outputID(_ id: String) throws(Failure) -> String {
+        guard !id.isEmpty, id.utf8.count <= 1024, !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw Failure.usage("The id '\(Events.escapedForLine(String(id.prefix(64))))' is malformed: an id is 1 to 1024 bytes without control characters.")
+        }
+        return id
     }
 
     static func nonEmpty(_ value: String, for option: String) throws(Failure) -> String {

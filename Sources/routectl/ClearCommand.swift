@@ -30,7 +30,7 @@ extension RouteCommands {
         // During a call the call's target stands in for the default (rule 8).
         let call = try State.call(store)
         let preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput,
-                                      callTarget: call?.target)
+                                      callTarget: call?.target, priority: persistent.priority)
         let request = Policy.ruling(Status(snapshot: before), preferences)
         let result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
                                from: before, inCall: call != nil)

@@ -74,6 +74,14 @@ enum RouteCtl {
         case let .inputMute(change):
             if let change { try requireServer(options, "input mute \(change.rawValue)") }
             return try RouteCommands.inputMute(change, options)
+        case .priorityList:
+            return try PriorityCommand.list(options)
+        case let .prioritySet(ids):
+            try requireServer(options, "priority set")
+            return try PriorityCommand.set(ids, options)
+        case .priorityClear:
+            try requireServer(options, "priority clear")
+            return try PriorityCommand.set([], options)
         case let .call(verb, speaker):
             if verb != .status { try requireServer(options, "call \(verb.rawValue)") }
             return try CallCommand.run(verb, speaker: speaker, options)

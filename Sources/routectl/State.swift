@@ -21,7 +21,7 @@ enum State {
         do {
             let persistent = try store.loadPersistent()
             var preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput,
-                                          callTarget: try store.call?.load()?.target)
+                                          callTarget: try store.call?.load()?.target, priority: persistent.priority)
             guard store.overrideFile != nil else { return preferences }
             preferences.override = try currentOverride(store, status, quiet: quiet)?.target
             return preferences

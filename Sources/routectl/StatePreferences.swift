@@ -14,7 +14,7 @@ final class StatePreferences: PreferenceStore {
         let persistent = try store.loadPersistent()
         let record = store.overrideFile == nil ? nil : try store.loadOverride()
         return Preferences(defaultTarget: persistent.defaultTarget, override: record?.target, preferredInput: persistent.preferredInput,
-                           callTarget: try callRecord()?.target)
+                           callTarget: try callRecord()?.target, priority: persistent.priority)
     }
 
     func lockRoute() throws -> AnyObject { try store.lockOverride() }

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# End-to-end tests of the desktop policy (DESIGN.md §1 "Desktop policy") on a simulated laptop and
+# HDMI card with Bluetooth headsets on the BlueZ stand-in: the priority list (its command, its state,
+# and `watch --apply` following it) and no stealing by unlisted HDMI outputs, with plain `watch` and
+# `watch --apply` side by side and the server read back.
+#   tests/e2e-desktop.sh pulseaudio|pipewire [ROUTECTL]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+export BLUETOOTH=1
+watchers=()
+before_cleanup() {
+	for pid in "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+CARDS="laptop hdmi" e2e_setup desktop "${1:?usage: e2e-desktop.sh pulseaudio|pipewire [routectl]}" "${2:-}"
+bluetooth_names
+laptop=alsa_output.sim-laptop.analog-stereo
+speaker_id=alsa_card.sim-laptop:analog-output-speaker
+hdmi=alsa_output.sim-hdmi.hdmi-stereo
+hdmi_id=alsa_card.sim-hdmi:hdmi-output-0
+hdmi_line="device-added unknown $hdmi_id \"HDMI / DisplayPort (HDA Intel HDMI)\""
+a_addr=00:11:22:33:44:55 a_name=WH-1000XM4 a_card=bluez_card.00_11_22_33_44_55
+b_addr=66:77:88:99:AA:BB b_name=Buds b_card=bluez_card.66_77_88_99_AA_BB
+state=$XDG_STATE_HOME/routectl/state.json
+
+echo "== $server: desktop policy on a simulated laptop and HDMI card: $(pactl info | sed -n 's/^Server Name: //p')"
+wait_for "the server on the laptop's speaker" server_is "$laptop analog-output-speaker" || true
+# The monitor sleeps until the tests wake it.
+jack hdmi hdmi out
+wait_for "HDMI not available" sh -c "'$routectl' devices | grep -q ' no  *[a-z-]*  *$hdmi_id '"
+
+echo "-- priority: the command and its state"
+run_rc rc priority
+expect_eq "no list: exit 0" 0 "$rc"
+expect_eq "no list: says what decides" "no priority list: the most recently connected device wins" "$out"
+run_rc rc priority set "$b_card" bluetooth "$speaker_id" "$b_card"
+expect_eq "priority set: exit 0" 0 "$rc"
+expect_eq "priority set: printed, duplicates dropped" "priority  $b_card bluetooth $speaker_id" "$out"
+expect_eq "priority set: a note for the id not present now" \
+	"routectl: note: '$b_card' is not an output here now; it is kept for when it is." "$err"
+expect_eq "priority set: in state.json" "[\"$b_card\", \"bluetooth\", \"$speaker_id\"]" "$(json_get priority <"$state")"
+run_rc rc priority list
+expect_match "priority list: the speaker is present" "^3 +yes +$speaker_id +Speaker" "$(printf '%s\n' "$out" | tail -1)"
+expect_match "priority list: the absent headset is kept" "^1 +no +$b_card" "$(printf '%s\n' "$out" | sed -n 2p)"
+expect_eq "priority --json: present false" false "$(rc --json priority | json_get priority.0.present)"
+run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 priority
+expect_eq "priority list with no server: exit 0" 0 "$rc"
+expect_match "priority list with no server: presence unknown" "^1 +\? +$b_card" "$(printf '%s\n' "$out" | sed -n 2p)"
+run_rc rc priority set ""
+expect_eq "priority set '': exit 2" 2 "$rc"
+run_rc rc priority set "$(printf 'a\tb')"
+expect_eq "priority set with a control character: exit 2" 2 "$rc"
+expect_eq "priority set with a control character: the line" \
+	"routectl: The id 'a\\tb' is malformed: an id is 1 to 1024 bytes without control characters. See 'routectl --help'." "$err"
+run_rc rc priority set
+expect_eq "priority set with no id: exit 2" 2 "$rc"
+expect_eq "a malformed id changed nothing" "[\"$b_card\", \"bluetooth\", \"$speaker_id\"]" "$(json_get priority <"$state")"
+rc dump >"$dir/dump.json"
+expect_eq "dump carries the list" "$b_card" "$(json_get routectl.priority.0 <"$dir/dump.json")"
+rc priority clear >/dev/null
+expect_eq "--snapshot priority answers from the dump" "1  no  $b_card" \
+	"$(rc --snapshot "$dir/dump.json" priority | sed -n 2p | tr -s ' ' | sed 's/ /  /g')"
+run_rc rc --snapshot "$dir/dump.json" priority set x
+expect_eq "--snapshot priority set: exit 2" 2 "$rc"
+expect_eq "priority clear: the list is gone" "[]" "$(json_get priority <"$state")"
+
+echo "-- the list under watch --apply: a listed headset keeps the sound when an unlisted one connects"
+rc priority set "$a_card" >/dev/null
+start_watchers
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 1 "^route bluetooth" || true
+settle
+mark
+connect "$b_addr" "$b_name" a2dp
+settle
+expect_eq "an unlisted headset connects: the listed one keeps the sound (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+expect_step "an unlisted headset connects: its device event, no route event" "device-added bluetooth $b_card \"$b_name\""
+mark
+disconnect "$a_addr"
+wait_line "$apply" 1 "^route bluetooth .*output=$b_card" || true
+settle
+expect_eq "the listed one goes: the other headset (server)" "$(bt_sink "$b_addr")" "$(pactl get-default-sink)"
+expect_step "the listed one goes: one route event to the other" \
+	"device-removed bluetooth $a_card \"$a_name\"" \
+	"route bluetooth (was bluetooth) reason=old-device-unavailable output=$b_card"
+mark
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 1 "^route bluetooth .*output=$a_card" || true
+settle
+expect_eq "the listed one returns: it takes the sound back (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+expect_step "the listed one returns: one route event to it" \
+	"device-added bluetooth $a_card \"$a_name\"" \
+	"route bluetooth (was bluetooth) reason=new-device-available output=$a_card"
+run_rc rc set bluetooth --device "$b_card"
+expect_eq "set --device is an override: exit 0" 0 "$rc"
+expect_eq "set --device never edits the list" "[\"$a_card\"]" "$(json_get priority <"$state")"
+rc clear >/dev/null
+settle
+disconnect "$a_addr"
+disconnect "$b_addr"
+wait_for "the speaker again" server_is "$laptop analog-output-speaker" || true
+settle
+
+echo "-- no stealing: an unlisted HDMI output made the default as it appears is put back"
+mark
+jack hdmi hdmi in
+wait_line "$apply" 1 "^device-added unknown $hdmi_id" || true
+pactl set-default-sink "$hdmi"
+wait_line "$apply" 1 "reason=restored" || true
+settle
+expect_eq "HDMI taken within 1 s of waking: the speaker again (server)" "$laptop analog-output-speaker" "$(server_route)"
+expect_step "HDMI taken within 1 s: reported, then restored" \
+	"$hdmi_line" \
+	"route unknown (was speaker) reason=new-device-available output=$hdmi_id" \
+	"route speaker (was unknown) reason=restored output=$speaker_id"
+mark
+sleep 1.1
+pactl set-default-sink "$hdmi"
+wait_line "$apply" 1 "^route unknown" || true
+settle
+expect_eq "HDMI picked after the window: a user's pick, respected (server)" "$hdmi hdmi-output-0" "$(server_route)"
+expect_step "HDMI picked after the window: one route event" \
+	"route unknown (was speaker) reason=route-configuration-change output=$hdmi_id"
+pactl set-default-sink "$laptop"
+jack hdmi hdmi out
+settle
+echo "-- no stealing: a null sink with an HDMI card's properties, and a virtual one that is not covered"
+mark
+"$root/scripts/server.sh" plug "$dir" monitor fake-monitor
+pactl set-default-sink fake-monitor
+wait_line "$apply" 1 "reason=restored" || true
+settle
+expect_eq "a monitor-like sink taken at once: the speaker again (server)" "$laptop analog-output-speaker" "$(server_route)"
+expect_step "a monitor-like sink taken at once: reported, then restored" \
+	"device-added unknown fake-monitor \"fake-monitor\"" \
+	"route unknown (was speaker) reason=new-device-available output=fake-monitor" \
+	"route speaker (was unknown) reason=restored output=$speaker_id"
+mark
+pactl load-module module-null-sink sink_name=virtual-mix >/dev/null
+pactl set-default-sink virtual-mix
+wait_line "$apply" 1 "output=virtual-mix" || true
+settle
+expect_eq "a virtual sink a client made the default: its pick stands (server)" virtual-mix "$(pactl get-default-sink)"
+expect_eq "a virtual sink: no restore" "" "$(since "$apply" route | grep restored || true)"
+pactl set-default-sink "$laptop"
+settle
+echo "-- a listed HDMI output takes the route when it wakes"
+rc priority set "$hdmi_id" >/dev/null
+mark
+jack hdmi hdmi in
+wait_line "$apply" 1 "^route unknown" || true
+settle
+expect_eq "listed HDMI wakes: it takes the route (server)" "$hdmi hdmi-output-0" "$(server_route)"
+expect_step "listed HDMI wakes: one route event" "$hdmi_line" \
+	"route unknown (was speaker) reason=new-device-available output=$hdmi_id"
+expect_eq "watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
+stop_watchers
+rc priority clear >/dev/null
+
+summary
