@@ -182,3 +182,62 @@ struct PolicyRun {
         #expect(Events.escapedForLine("Écouteurs WH-1000XM4") == "Écouteurs WH-1000XM4", "printable text is left alone")
     }
 }
+
+/// The desktop policy of DESIGN.md §1: the priority list and no stealing by unlisted HDMI outputs.
+@Suite struct DesktopPolicyTests {
+    let spk = ("spk", "speaker")
+    let bt = ("bt", "bluetooth")
+    let hs = ("hs", "headset")
+    let tv = ("tv", "hdmi")
+
+    @Test func aListedDeviceKeepsTheSoundWhenAnUnlistedOneArrives() throws {
+        var run = PolicyRun(simulated([spk, bt], default: "bt"), preferences: Preferences(override: .speaker, priority: ["bt"]))
+        var (d, sink) = try run.next(simulated([spk, bt, hs], default: "bt"))
+        #expect(d.request == nil && sink == nil, "the unlisted headset ranks below the listed one: nothing to do")
+        #expect(d.clearOverride == nil, "it does not change what the rules would pick: the override stays")
+        (d, sink) = try run.next(simulated([spk, hs], default: "spk"))
+        #expect(sink == "hs", "the listed one goes: the next ranked")
+        #expect(d.clearOverride == "'bt' was disconnected")
+        (d, sink) = try run.next(simulated([spk, hs, bt], default: "hs"))
+        #expect(sink == "bt", "the listed one returns and wins again")
+    }
+
+    @Test func kindsRankDevicesOfThatKindMostRecentFirst() {
+        let status = Status(snapshot: simulated([spk, hs, bt, ("bt2", "bluetooth")], default: "spk"))
+        let state = PolicyState(status: status)
+        #expect(Policy.ranked(status, state, priority: ["headset", "bluetooth"]).map(\.id) == ["hs", "bt2", "bt"])
+        #expect(Policy.ranked(status, state, priority: []).map(\.id) == ["bt2", "bt", "hs"])
+        #expect(Policy.ranked(status, state, priority: ["spk"]).first?.id == "spk", "a listed built-in output ranks too")
+        #expect(!Policy.ranked(status, state, priority: ["gone"]).contains { $0.id == "gone" }, "an absent id is skipped")
+    }
+
+    @Test func anUnlistedMonitorMadeTheDefaultAsItAppearsIsPutBack() throws {
+        var monitor = simulated([spk, tv], default: "tv")
+        monitor.sinks[1].properties["device.class"] = "sound"
+        var run = PolicyRun(simulated([spk], default: "spk"))
+        let (d, sink) = try run.next(monitor)
+        #expect(d.reason == .restored)
+        #expect(sink == "spk")
+        // Listed, it is the user's wish.
+        var listed = PolicyRun(simulated([spk], default: "spk"), preferences: Preferences(priority: ["tv"]))
+        let (l, s) = try listed.next(monitor)
+        #expect(l.reason == .newDeviceAvailable && s == "tv")
+    }
+
+    @Test func aVirtualSinkOrALaterPickIsRespected() throws {
+        // A null sink a client made (device.class=abstract) is not covered.
+        var run = PolicyRun(simulated([spk], default: "spk"))
+        let (d, _) = try run.next(simulated([spk, tv], default: "tv"))
+        #expect(d.request == nil)
+        // A hardware one picked after the window (not added now, not recently added) stands.
+        var monitor = simulated([spk, tv], default: "spk")
+        monitor.sinks[1].properties["device.class"] = "sound"
+        var later = PolicyRun(monitor)
+        var picked = monitor
+        picked.server.defaultSinkName = "tv"
+        let change = Change(previous: monitor, current: picked)
+        #expect(Policy.decide(change, state: &later.state, preferences: Preferences(), muteOnFallback: false).request == nil)
+        #expect(Policy.decide(change, state: &later.state, preferences: Preferences(), muteOnFallback: false,
+                              recentlyAdded: ["tv"]).reason == .restored, "within the window it is the server's")
+    }
+}
