@@ -8,7 +8,7 @@ _routectl_ids() {
 _routectl() {
 	local cur prev words cword
 	_init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
-	local commands="query set clear default input call watch wait devices dump help completions"
+	local commands="query set clear default input call priority why watch wait devices dump help completions"
 	local globals="--json -s --server --snapshot --timeout -q --quiet -h --help --version"
 	case $prev in
 	-s | --server) return ;;
@@ -40,8 +40,9 @@ _routectl() {
 	default) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "speaker earpiece" -- "$cur")); fi ;;
 	input) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "list set clear mute" -- "$cur")); elif [ "$first" = set ]; then _routectl_ids inputs "$cur"; fi ;;
 	call) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "start end status" -- "$cur")); fi ;;
+	priority) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "list set clear" -- "$cur")); elif [ "$first" = set ]; then _routectl_ids outputs "$cur"; fi ;;
 	wait) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "speaker receiver bluetooth headset unknown" -- "$cur")); fi ;;
-	help) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "query set clear default input call watch wait devices dump help completions" -- "$cur")); fi ;;
+	help) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "query set clear default input call priority why watch wait devices dump help completions" -- "$cur")); fi ;;
 	completions) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "bash zsh fish ids" -- "$cur")); fi ;;
 	esac
 }

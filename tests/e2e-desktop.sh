@@ -29,6 +29,17 @@ wait_for "the server on the laptop's speaker" server_is "$laptop analog-output-s
 jack hdmi hdmi out
 wait_for "HDMI not available" sh -c "'$routectl' devices | grep -q ' no  *[a-z-]*  *$hdmi_id '"
 
+echo "-- why, with no watcher"
+run_rc rc why
+expect_eq "why: exit 0" 0 "$rc"
+expect_match "why: the default holds the route" "^rule +default: the persistent default, speaker" "$(printf '%s\n' "$out" | grep '^rule')"
+expect_match "why: the port that carries it" "^carried by +sink $laptop, port analog-output-speaker" "$(printf '%s\n' "$out" | grep '^carried')"
+expect_match "why: no watcher keeps the rules" "watch --apply is not running" "$out"
+if [ "$server" = pulseaudio ]; then
+	expect_match "why: PulseAudio's own switching module" "PulseAudio loads module-switch-on-port-available" "$out"
+fi
+expect_eq "why --json: rule" default "$(rc --json why | json_get rule)"
+
 echo "-- priority: the command and its state"
 run_rc rc priority
 expect_eq "no list: exit 0" 0 "$rc"
@@ -109,6 +120,8 @@ pactl set-default-sink "$hdmi"
 wait_line "$apply" 1 "reason=restored" || true
 settle
 expect_eq "HDMI taken within 1 s of waking: the speaker again (server)" "$laptop analog-output-speaker" "$(server_route)"
+expect_eq "why after the restore: rule restored" restored "$(rc --json why | json_get rule)"
+expect_eq "why after the restore: the watcher's last decision" restored "$(rc --json why | json_get decision.reason)"
 expect_step "HDMI taken within 1 s: reported, then restored" \
 	"$hdmi_line" \
 	"route unknown (was speaker) reason=new-device-available output=$hdmi_id" \
@@ -121,6 +134,10 @@ settle
 expect_eq "HDMI picked after the window: a user's pick, respected (server)" "$hdmi hdmi-output-0" "$(server_route)"
 expect_step "HDMI picked after the window: one route event" \
 	"route unknown (was speaker) reason=route-configuration-change output=$hdmi_id"
+expect_eq "why after another client's pick: rule other" other "$(rc --json why | json_get rule)"
+if [ "$server" = pipewire ]; then
+	expect_match "why: WirePlumber remembers the pick" "WirePlumber remembers the default sink '$hdmi'" "$(rc why)"
+fi
 pactl set-default-sink "$laptop"
 jack hdmi hdmi out
 settle
@@ -153,6 +170,11 @@ settle
 expect_eq "listed HDMI wakes: it takes the route (server)" "$hdmi hdmi-output-0" "$(server_route)"
 expect_step "listed HDMI wakes: one route event" "$hdmi_line" \
 	"route unknown (was speaker) reason=new-device-available output=$hdmi_id"
+expect_match "why: the priority list" "^rule +priority: listed in the priority list" "$(rc why | grep '^rule')"
+expect_match "why: the watcher keeps the rules" "watch --apply is running \(pid [0-9]+\)" "$(rc why)"
+rc set speaker --force >/dev/null
+expect_eq "why after set: rule override" override "$(rc --json why | json_get rule)"
+rc clear >/dev/null
 expect_eq "watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
 stop_watchers
 rc priority clear >/dev/null

@@ -25,6 +25,8 @@ public protocol PreferenceStore: AnyObject {
     func removeCall() throws
     /// Replaces the stored override (nil removes it): a call sets it aside and puts it back.
     func replaceOverride(_ record: OverrideRecord?) throws
+    /// Records what `watch --apply` last did, for `why` (advisory: failures are ignored).
+    func saveDecision(_ record: DecisionRecord)
 }
 
 /// The clocks the Engine reads, injectable so tests can run time forward.

@@ -178,12 +178,25 @@ public struct Watch {
         // One route event from where the user was to where the rules put the sound; the other events
         // of routectl's own steps (the microphone that followed, say) after it.
         let steps = Change(previous: next, current: after)
+        if decision.request != nil || decision.clearOverride != nil {
+            store.saveDecision(DecisionRecord(reason: decision.reason ?? .override, cause: Self.cause(of: change),
+                                              output: steps.current.output?.id, at: clocks.wallMilliseconds()))
+        }
         guard reportRoute(steps.current, reason: decision.reason ?? .override) else { return false }
         for event in Events.diff(steps) where event.type != "route" {
             guard emit(event) else { return false }
         }
         snapshot = after
         return true
+    }
+
+    /// What set a decision off, in words for `why`.
+    static func cause(of change: Change) -> String? {
+        if let added = change.added.first { return "'\(added.id)' appeared" }
+        if let removed = change.removed.first { return "'\(removed.id)' went away" }
+        if let card = change.profileChanged.sorted().first { return "'\(card)' changed profile" }
+        if change.routeChanged { return "the server moved the route to '\(change.current.output?.id ?? "none")'" }
+        return nil
     }
 
     /// Plain `watch`: prints the change. While a `watch --apply` runs, a device change it will answer

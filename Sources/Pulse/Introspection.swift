@@ -9,6 +9,7 @@ final class SnapshotBuilder {
     var cards: [Card] = []
     var sinkInputs: [SinkInput] = []
     var sourceOutputs: [SourceOutput] = []
+    var modules: [String] = []
     var pending = 0
     var failure: PulseError?
     /// Sinks asked for by name may have gone: that is an answer (the sink is absent), not a failure.
@@ -93,6 +94,17 @@ extension PulseConnection {
         return snapshot
     }
 
+    /// The names of the server's loaded modules, for `why` (PulseAudio's own switching policies:
+    /// module-switch-on-connect, module-switch-on-port-available, module-role-cork).
+    public func moduleNames(timeout: Double) throws(PulseError) -> [String] {
+        let operation = "Failed to get module information"
+        let ctx = try liveContext(operation)
+        let builder = SnapshotBuilder()
+        try request(builder, operation) { pa_context_get_module_info_list(ctx, moduleInfoCallback, $0) }
+        try collect(builder, until: Deadline(seconds: timeout), operation)
+        return builder.modules
+    }
+
     private func request(_ builder: SnapshotBuilder, _ operation: String,
                          _ start: (UnsafeMutableRawPointer) -> OpaquePointer?) throws(PulseError) {
         try send(builder, start)
@@ -123,6 +135,12 @@ private let serverInfoCallback: pa_server_info_cb_t = { _, info, ud in
         name: string(i.server_name) ?? "unknown", version: string(i.server_version) ?? "",
         defaultSinkName: string(i.default_sink_name), defaultSourceName: string(i.default_source_name),
         hostName: string(i.host_name))
+}
+
+private let moduleInfoCallback: pa_module_info_cb_t = { c, info, eol, ud in
+    let b = builder(ud)
+    if b.finish(eol, c, "Failed to get module information") { return }
+    if let name = info?.pointee.name.flatMap(string) { b.modules.append(name) }
 }
 
 private let sinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in

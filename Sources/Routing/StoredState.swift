@@ -107,3 +107,20 @@ public struct CallRecord: Equatable, Sendable {
     /// The call's built-in target: the receiver, or the speaker.
     public var target: RouteTarget { speaker ? .speaker : .earpiece }
 }
+
+/// What `watch --apply` last did to the route (`decision.json`), for `why`: the reason, what caused
+/// it, where the route went, and when.
+public struct DecisionRecord: Equatable, Sendable {
+    public var reason: RouteChangeReason
+    public var cause: String?
+    public var output: String?
+    /// Milliseconds of the real-time clock.
+    public var at: Int64
+
+    public init(reason: RouteChangeReason, cause: String? = nil, output: String? = nil, at: Int64) {
+        self.reason = reason
+        self.cause = cause
+        self.output = output
+        self.at = at
+    }
+}

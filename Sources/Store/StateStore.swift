@@ -144,6 +144,21 @@ public struct StateStore: Sendable {
         return call
     }
 
+    // MARK: The watcher's last decision
+
+    /// `decision.json`: advisory, like the intent (an unreadable one is no decision, and is replaced).
+    public var decision: StateFile<DecisionRecord>? { runtimeFile("decision.json") }
+
+    public func loadDecision() -> DecisionRecord? { (try? decision?.load()) ?? nil }
+
+    public func saveDecision(_ record: DecisionRecord) throws(StateError) {
+        guard let file = decision else { return }
+        do { try file.save(record) } catch {
+            try file.remove()
+            try file.save(record)
+        }
+    }
+
     // MARK: Muted by routectl
 
     /// The sink `--mute-on-fallback` muted (runtime `muted.json`), if any. Advisory like the intent.
@@ -259,6 +274,22 @@ extension CallRecord: StateRecord {
                 ("output", optional(output)), ("default_sink", optional(defaultSink)), ("default_source", optional(defaultSource)),
                 ("mic_muted", micMuted.map(JSON.bool) ?? .null), ("override", override.map { .object($0.fields) } ?? .null),
                 ("externals", .array(externals.map(JSON.string)))]
+    }
+}
+
+extension DecisionRecord: StateRecord {
+    public static let fileKind = "decision"
+
+    public init(fields: Fields) throws(FieldError) {
+        let word = try fields.string("reason")
+        guard let reason = RouteChangeReason(rawValue: word) else { throw FieldError(key: "reason", problem: "unknown reason '\(word)'") }
+        guard let at = try fields.optionalInt("at") else { throw FieldError(key: "at", problem: "missing") }
+        self.init(reason: reason, cause: try fields.optionalString("cause"), output: try fields.optionalString("output"), at: at)
+    }
+
+    public var fields: [(String, JSON)] {
+        [("reason", .string(reason.rawValue)), ("cause", cause.map(JSON.string) ?? .null),
+         ("output", output.map(JSON.string) ?? .null), ("at", .int(at))]
     }
 }
 

@@ -39,6 +39,7 @@ enum Command {
     case priorityList
     case prioritySet([String])
     case priorityClear
+    case why
     case watch(apply: Bool, muteOnFallback: Bool)
     case wait(Route, timeout: Double?)
     case devices
@@ -194,6 +195,16 @@ enum Grammar {
               route; unlisted external devices rank below, most recent first; an HDMI output takes the
               route only if it is listed. Ids not present now are kept (the headset at the office).
               'set --device' stays a temporary override and never edits the list.
+            """),
+        CommandSpec(
+            name: "why", arguments: "", summary: "Say which rule put the route where it is, and what else could move it.",
+            details: """
+              The rule behind the route (call, override, priority list, external device, default, fallback,
+              restored, or another client's or the server's choice), the output and port that carry it,
+              since when, what 'watch --apply' last did (decision.json), and the other policies on this
+              machine that could move it: routectl's own watcher, WirePlumber's remembered default and
+              configuration, PulseAudio's switch-on-connect, switch-on-port-available and role-cork
+              modules. Attach it, with 'routectl dump', to a bug report.
             """),
         CommandSpec(
             name: "watch", arguments: "", summary: "Print route events as they happen; --apply keeps the rules.",
@@ -366,6 +377,9 @@ enum ArgumentParser {
             default:
                 throw Failure.usage("The value '\(verb)' is invalid for 'input'.\(suggestion(verb, ["list", "set", "clear", "mute"]))")
             }
+        case "why":
+            try atMost(0, rest, spec)
+            return .why
         case "priority":
             guard let verb = rest.first, verb != "list" else { try atMost(1, rest, spec); return .priorityList }
             switch verb {

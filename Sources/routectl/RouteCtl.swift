@@ -74,6 +74,8 @@ enum RouteCtl {
         case let .inputMute(change):
             if let change { try requireServer(options, "input mute \(change.rawValue)") }
             return try RouteCommands.inputMute(change, options)
+        case .why:
+            return try WhyCommand.run(options)
         case .priorityList:
             return try PriorityCommand.list(options)
         case let .prioritySet(ids):

@@ -19,6 +19,8 @@ final class StatePreferences: PreferenceStore {
 
     func lockRoute() throws -> AnyObject { try store.lockOverride() }
 
+    func saveDecision(_ record: DecisionRecord) { try? store.saveDecision(record) }
+
     func callRecord() throws -> CallRecord? { store.call == nil ? nil : try store.loadCall() }
 
     func saveCall(_ record: CallRecord) throws { try store.saveCall(record) }

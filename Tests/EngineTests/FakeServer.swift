@@ -137,6 +137,9 @@ final class FakeStore: PreferenceStore {
     }
 
     var call: CallRecord?
+    var decisions: [DecisionRecord] = []
+
+    func saveDecision(_ record: DecisionRecord) { decisions.append(record) }
 
     func lockRoute() throws -> AnyObject { self }
 

@@ -1,0 +1,167 @@
+import Glibc
+import Pulse
+import Routing
+import Store
+
+/// `routectl why`: which rule put the route where it is, which output and port carry it, since when,
+/// and which other policies on this machine could move it (DESIGN.md §1 "Desktop policy"). What a
+/// user runs when the sound went somewhere unexpected, and what a bug report should contain.
+enum WhyCommand {
+    struct Answer {
+        var rule: String
+        var explanation: String
+        /// When the rule took effect, in milliseconds, when routectl knows.
+        var since: Int64?
+    }
+
+    static func run(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let snapshot: Snapshot
+        var policies: [String] = []
+        var decision: DecisionRecord?
+        var override: OverrideRecord?
+        var call: CallRecord?
+        let preferences: Preferences
+        if options.snapshot != nil {
+            snapshot = try ServerAccess.snapshot(options)
+            preferences = snapshot.routectl ?? Preferences()
+        } else {
+            let connection = try ServerAccess.connect(options)
+            snapshot = try RouteCommands.onServer { try connection.snapshot(timeout: options.timeout) }
+            let store = State.store()
+            preferences = try State.preferences(store, current: Status(snapshot: snapshot), quiet: options.quiet)
+            do {
+                override = store.overrideFile == nil ? nil : try store.loadOverride()
+                call = store.call == nil ? nil : try store.loadCall()
+            } catch {
+                throw State.failure(error)
+            }
+            decision = store.loadDecision()
+            policies = otherPolicies(connection, snapshot, store, options)
+        }
+        let status = Status(snapshot: snapshot)
+        let answer = explain(status, preferences, override: override, call: call, decision: decision)
+        let lastAct = decision.map { d in
+            "watch --apply: \(d.reason.rawValue)" + (d.cause.map { ", \($0)" } ?? "") + " -> \(d.output ?? "none") at \(clock(d.at))"
+        }
+        if options.json {
+            return RouteCtl.write(JSON.object([
+                ("route", .string(status.route.rawValue)), ("rule", .string(answer.rule)),
+                ("explanation", .string(answer.explanation)),
+                ("since", answer.since.map { .string(EventRenderer.iso8601(CallCommand.timespecOf(milliseconds: $0))) } ?? .null),
+                ("output", status.output.map(DevicesCommand.object) ?? .null),
+                ("decision", decision.map { d in
+                    .object([("reason", .string(d.reason.rawValue)), ("cause", d.cause.map(JSON.string) ?? .null),
+                             ("output", d.output.map(JSON.string) ?? .null),
+                             ("at", .string(EventRenderer.iso8601(CallCommand.timespecOf(milliseconds: d.at))))])
+                } ?? .null),
+                ("policies", .array(policies.map(JSON.string))),
+            ]).text + "\n")
+        }
+        var rows = [
+            ["route", status.route.rawValue + (status.output.map { " \($0.id)" } ?? "")],
+            ["rule", "\(answer.rule): \(answer.explanation)"],
+        ]
+        if let output = status.output {
+            rows.append(["carried by", "sink \(output.sink ?? "none")" + (output.port.map { ", port \($0)" } ?? "")])
+        }
+        if let since = answer.since { rows.append(["since", clock(since)]) }
+        if let lastAct { rows.append(["last act", lastAct]) }
+        for (i, policy) in policies.enumerated() { rows.append([i == 0 ? "policies" : "", policy]) }
+        return RouteCtl.write(Console.table(rows))
+    }
+
+    /// The rule that explains the route now, most specific first.
+    static func explain(_ status: Status, _ preferences: Preferences, override: OverrideRecord?, call: CallRecord?,
+                        decision: DecisionRecord?) -> Answer {
+        guard let output = status.output else {
+            return Answer(rule: "none", explanation: "the server has no default output")
+        }
+        let actedHere = decision.flatMap { $0.output == output.id ? $0 : nil }
+        if preferences.inCall {
+            let what = output.route.isExternal ? "a connected headset takes the call" : "the call's \(output.route.rawValue)"
+            return Answer(rule: "call", explanation: "a call is in progress (rule 8): \(what)", since: call?.startedAt)
+        }
+        if let actedHere, actedHere.reason == .restored {
+            return Answer(rule: "restored", explanation: "the server moved the route to an unlisted output as it appeared; routectl put it back",
+                          since: actedHere.at)
+        }
+        if let target = preferences.override, RouteTarget(route: output.route) == target {
+            return Answer(rule: "override", explanation: "'routectl set \(target.rawValue)' (temporary: until clear or a device change)",
+                          since: override.map { $0.setAt * 1000 })
+        }
+        if output.route.isExternal {
+            if let rank = preferences.priority.firstIndex(where: { $0 == output.id || $0 == output.sink || $0 == output.route.rawValue }) {
+                return Answer(rule: "priority", explanation: "entry \(rank + 1) of the priority list ('\(preferences.priority[rank])')",
+                              since: actedHere?.at)
+            }
+            return Answer(rule: "external-device", explanation: "an external device is connected; the most recently connected wins (rule 1)",
+                          since: actedHere?.at)
+        }
+        if preferences.priority.contains(where: { $0 == output.id || $0 == output.sink }) {
+            return Answer(rule: "priority", explanation: "listed in the priority list", since: actedHere?.at)
+        }
+        if RouteTarget(route: output.route) == preferences.effectiveTarget {
+            let layer = preferences.override == nil ? "the persistent default" : "the override"
+            return Answer(rule: preferences.override == nil ? "default" : "override",
+                          explanation: "\(layer), \(preferences.effectiveTarget.rawValue)", since: actedHere?.at)
+        }
+        if output.route == .speaker, !status.isAvailable(preferences.effectiveTarget.route) {
+            return Answer(rule: "fallback", explanation: "no \(preferences.effectiveTarget.route.rawValue) output here; the speaker stands in (rule 4)",
+                          since: actedHere?.at)
+        }
+        return Answer(rule: "other", explanation: "not routectl's rules: another client (pavucontrol, pactl, an applet) or the server chose it; routectl respects that (rule 5)",
+                      since: actedHere?.at)
+    }
+
+    /// What else on this machine moves the route: routectl's own watcher, WirePlumber's remembered
+    /// defaults and config files, PulseAudio's switching modules.
+    static func otherPolicies(_ connection: PulseConnection, _ snapshot: Snapshot, _ store: StateStore, _ options: GlobalOptions) -> [String] {
+        var found: [String] = []
+        if ApplyLock.isHeld(store) {
+            let pid = store.applyLockFile.flatMap { try? FileIO.read($0) }.map { String(decoding: $0, as: UTF8.self).trimmingNewline } ?? "?"
+            found.append("routectl watch --apply is running (pid \(pid)): it keeps the rules")
+        } else {
+            found.append("routectl watch --apply is not running: plugs and unplugs are left to the server")
+        }
+        if snapshot.server.isPipeWire {
+            let home = env("HOME") ?? ""
+            let stateHome = env("XDG_STATE_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/state"
+            let file = "\(stateHome)/wireplumber/default-nodes"
+            if let bytes = try? FileIO.read(file, limit: 65536) {
+                for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("default.configured.audio.sink=") {
+                    found.append("WirePlumber remembers the default sink '\(line.dropFirst("default.configured.audio.sink=".count))' (\(file))")
+                }
+            }
+            let configHome = env("XDG_CONFIG_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.config"
+            for dir in ["\(configHome)/wireplumber", "/etc/wireplumber"] where holdsFiles(dir) {
+                found.append("WirePlumber configuration in \(dir)")
+            }
+        } else if let modules = try? connection.moduleNames(timeout: options.timeout) {
+            for module in ["module-switch-on-connect", "module-switch-on-port-available", "module-role-cork"] where modules.contains(module) {
+                found.append("PulseAudio loads \(module)")
+            }
+        }
+        return found
+    }
+
+    static func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+
+    /// A directory with at least one entry besides . and ..
+    static func holdsFiles(_ path: String) -> Bool {
+        guard let dir = opendir(path) else { return false }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != ".", name != ".." { return true }
+        }
+        return false
+    }
+
+    /// Local wall-clock time of a millisecond timestamp, as `watch` prints it.
+    static func clock(_ milliseconds: Int64) -> String {
+        var tm = Glibc.tm()
+        var seconds = time_t(milliseconds / 1000)
+        localtime_r(&seconds, &tm)
+        return "\(EventRenderer.two(tm.tm_hour)):\(EventRenderer.two(tm.tm_min)):\(EventRenderer.two(tm.tm_sec))"
+    }
+}
