@@ -178,5 +178,48 @@ rc clear >/dev/null
 expect_eq "watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
 stop_watchers
 rc priority clear >/dev/null
+jack hdmi hdmi out
+
+echo "-- hold-down: a headset that flickers keeps the override and the route ends where it was"
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_for "the headset is the route" default_is "$(bt_sink "$a_addr")" || true
+watch=$dir/watch-hd.txt apply=$dir/apply-hd.txt
+"$routectl" watch >"$watch" 2>"$dir/watch.err" & watchers+=($!)
+"$routectl" watch --apply --hold-down 1.5 >"$apply" 2>"$dir/apply.err" & watchers+=($!)
+wait_line "$watch" 1 "^route .* reason=initial"
+wait_line "$apply" 1 "^route .* reason=initial"
+rc set bluetooth >/dev/null
+mark
+disconnect "$a_addr"
+wait_line "$apply" 1 "^route speaker" || true
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 1 "^flicker bluetooth $a_card away_ms=" || true
+settle
+expect_eq "flicker: the override stays" bluetooth "$(rc query override)"
+expect_eq "flicker: the route is back on the headset (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+expect_match "flicker: one flicker event (watch --apply)" "^flicker bluetooth $a_card away_ms=[0-9]+$" "$(since "$apply" flicker)"
+expect_eq "flicker: no override-cleared" "" "$(since "$apply" override-cleared)"
+expect_eq "flicker: the route fell back at once and came back (watch --apply)" \
+	"route speaker (was bluetooth) reason=old-device-unavailable output=$speaker_id
+route bluetooth (was speaker) reason=new-device-available output=$a_card" "$(since "$apply" route)"
+sleep 1.6
+expect_eq "flicker: still no override-cleared after the hold-down" "" "$(since "$apply" override-cleared)"
+echo "-- hold-down: a departure with no return clears the override once it passes"
+rc set speaker --force >/dev/null
+settle
+mark
+disconnect "$a_addr"
+sleep 0.5
+expect_eq "within the hold-down: the override still stands" speaker "$(rc query override)"
+wait_line "$apply" 1 "^override-cleared" || true
+expect_eq "after the hold-down: override-cleared with its cause" "override-cleared speaker: '$a_card' was disconnected" "$(since "$apply" override-cleared)"
+expect_eq "after the hold-down: the override is gone" none "$(rc query override)"
+expect_eq "after the hold-down: the route stayed on the speaker (server)" "$laptop analog-output-speaker" "$(server_route)"
+expect_eq "watch --apply --hold-down said nothing on stderr" "" "$(cat "$dir/apply.err")"
+stop_watchers
+run_rc rc watch --hold-down 1
+expect_eq "--hold-down without --apply: exit 2" 2 "$rc"
+run_rc rc watch --apply --hold-down -1
+expect_eq "--hold-down -1: exit 2" 2 "$rc"
 
 summary

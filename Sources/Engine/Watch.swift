@@ -32,9 +32,24 @@ public struct Watch {
     var recentlyAdded: [String: Double] = [:]
     /// Whether the last `call` event (or the start) found a call in progress.
     var callActive = false
+    /// With --apply: seconds a departed device has to come back before its override clear happens
+    /// (0: at once).
+    let holdDown: Double
+    /// Devices gone within the hold-down, by id: when they left and what carried the sound then.
+    var departures: [String: Departure] = [:]
+
+    struct Departure {
+        var clear: DeferredClear
+        var leftAt: Double
+        /// The output the route was on when the device left: a return puts the route back there.
+        var carried: String?
+        var deadline: Double
+    }
 
     public init(server: any AudioServer, store: any PreferenceStore, clocks: Clocks, apply: Bool, muteOnFallback: Bool,
-                timeout: Double, snapshot: Snapshot, sink: @escaping (Event) -> Bool, warn: @escaping (String) -> Void) {
+                holdDown: Double = 0, timeout: Double, snapshot: Snapshot, sink: @escaping (Event) -> Bool,
+                warn: @escaping (String) -> Void) {
+        self.holdDown = holdDown
         self.server = server
         self.store = store
         self.clocks = clocks
@@ -60,9 +75,11 @@ public struct Watch {
             // Call mode began or ended since the last round (after its route event, once no move is held).
             guard reportCall() else { break }
             do {
-                let wait = hold.map { max(0, $0.wakeAt - clocks.monotonic()) }
+                let wake = ([hold?.wakeAt] + departures.values.map(\.deadline)).compactMap { $0 }.min()
+                let wait = wake.map { max(0, $0 - clocks.monotonic()) }
                 guard try server.waitForChanges(timeout: wait) else {
                     if server.shouldStop { break }
+                    guard try holdDownsPassed() else { break }
                     // Done and quiet, or out of time: report where the route is now.
                     adoptIntent(snapshot)
                     guard let held = hold, held.wakeAt <= clocks.monotonic() else { continue }
@@ -126,8 +143,25 @@ public struct Watch {
         adoptIntent(next)
         guard apply else { return follow(change, next, events) }
         let preferences = try preferences()
+        // Devices back within the hold-down: flickers. The override stays and the route goes back
+        // to where it was when they left.
+        let flickers = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
         var decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
-                                     recentlyAdded: Set(recentlyAdded.keys))
+                                     recentlyAdded: Set(recentlyAdded.keys), holdDown: holdDown > 0)
+        if !flickers.isEmpty {
+            decision.clearOverride = nil
+            let status = Status(snapshot: next)
+            if let carried = flickers.lazy.compactMap(\.1.carried).first,
+               let back = status.outputs.first(where: { $0.id == carried && $0.isAvailable }) {
+                decision.request = status.output?.id == back.id ? nil : .output(back)
+                decision.reason = .newDeviceAvailable
+            }
+        }
+        if let deferred = decision.deferredClear {
+            let now = clocks.monotonic()
+            departures[deferred.device.id] = Departure(clear: deferred, leftAt: now, carried: change.previous.output?.id,
+                                                      deadline: now + holdDown)
+        }
         if decision.reason == .categoryChange, hold?.intent != nil {
             // routectl's own profile switch is under way (set, clear): the card is not flipping by itself.
             decision.request = nil
@@ -143,6 +177,10 @@ public struct Watch {
             guard emit(event) else { return false }
         }
         snapshot = next
+        for (output, departure) in flickers {
+            let away = Int(((clocks.monotonic() - departure.leftAt) * 1000).rounded())
+            guard emit(.flicker(output, awayMilliseconds: away)) else { return false }
+        }
         guard !decision.isEmpty else { return true }
 
         if let cause = decision.clearOverride, let target = preferences.override, clearOverride() {
@@ -188,6 +226,32 @@ public struct Watch {
         }
         snapshot = after
         return true
+    }
+
+    /// Departures whose hold-down passed without the device coming back: the override they would
+    /// have cleared goes now, and when that changes where the rules put the sound, the route moves.
+    /// False when stdout is gone.
+    mutating func holdDownsPassed() throws -> Bool {
+        let now = clocks.monotonic()
+        let passed = departures.filter { $0.value.deadline <= now }
+        guard !passed.isEmpty else { return true }
+        for id in passed.keys { departures[id] = nil }
+        let before = try preferences()
+        guard let target = before.override, clearOverride() else { return true }
+        for departure in passed.values.sorted(by: { $0.leftAt < $1.leftAt }) {
+            guard emit(.overrideCleared(override: target, cause: departure.clear.cause)) else { return false }
+        }
+        let preferences = try self.preferences()
+        let status = Status(snapshot: snapshot)
+        let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, priority: preferences.priority)
+        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall))
+        guard plan?.movesRoute == true else { return true }
+        let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
+                                       reason: .oldDeviceUnavailable, inCall: preferences.inCall)
+        snapshot = result.snapshot
+        store.saveDecision(DecisionRecord(reason: .oldDeviceUnavailable, cause: passed.values.first?.clear.cause,
+                                          output: result.status.output?.id, at: clocks.wallMilliseconds()))
+        return reportRoute(result.status, reason: .oldDeviceUnavailable)
     }
 
     /// What set a decision off, in words for `why`.

@@ -30,6 +30,8 @@ public enum Event: Equatable, Sendable {
     case input(source: String?, previous: String?, micMuted: Bool?)
     /// Call mode began or ended (rule 8), with the route then.
     case call(active: Bool, route: Route)
+    /// A device left and came back within the hold-down: one flicker, not an unplug and a plug.
+    case flicker(Output, awayMilliseconds: Int)
     /// A slow reader made `watch` drop this many events (the policy never waits on a reader).
     case lost(count: Int)
 
@@ -45,6 +47,7 @@ public enum Event: Equatable, Sendable {
         case .otherAudio: return "other-audio"
         case .input: return "input"
         case .call: return "call"
+        case .flicker: return "flicker"
         case .lost: return "lost"
         }
     }

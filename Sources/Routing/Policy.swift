@@ -25,10 +25,24 @@ public struct Decision: Equatable, Sendable {
     public var muteFallback = false
     /// Make the preferred input the default again: it came back.
     public var restoreInput: Input?
+    /// With a hold-down, a departure's override clear waits (DESIGN.md §1 "Hold-down"): the device
+    /// that left, and the cause to give if it does not come back in time.
+    public var deferredClear: DeferredClear?
 
     public init() {}
 
-    public var isEmpty: Bool { request == nil && clearOverride == nil && restoreInput == nil }
+    public var isEmpty: Bool { request == nil && clearOverride == nil && restoreInput == nil && deferredClear == nil }
+}
+
+/// An override clear that waits for the hold-down to pass.
+public struct DeferredClear: Equatable, Sendable {
+    public var device: Output
+    public var cause: String
+
+    public init(device: Output, cause: String) {
+        self.device = device
+        self.cause = cause
+    }
 }
 
 /// The rules of DESIGN.md §1 as `watch --apply` keeps them. Pure: it decides, Pulse acts.
@@ -96,8 +110,10 @@ public enum Policy {
     }
 
     /// `recentlyAdded`: the outputs that appeared within `noStealWindow` before this change.
+    /// `holdDown`: a departure's override clear waits (`deferredClear`), and meanwhile the route falls
+    /// back with the override still standing.
     public static func decide(_ change: Change, state: inout PolicyState, preferences: Preferences,
-                              muteOnFallback: Bool, recentlyAdded: Set<String> = []) -> Decision {
+                              muteOnFallback: Bool, recentlyAdded: Set<String> = [], holdDown: Bool = false) -> Decision {
         var decision = Decision()
         let added = change.added.filter(\.route.isExternal)
         let removed = change.removed.filter(\.route.isExternal)
@@ -118,7 +134,11 @@ public enum Policy {
             if preferences.override != nil { decision.clearOverride = "'\(winner.id)' was connected" }
         } else if let gone = routeGone(change) ?? removed.first(where: { $0.id == wouldWin?.id }) {
             // The device in use, or the one the rules would pick, went: the override goes.
-            let clears = preferences.override != nil && (gone.route.isExternal || gone.id == wouldWin?.id)
+            var clears = preferences.override != nil && (gone.route.isExternal || gone.id == wouldWin?.id)
+            if clears, holdDown {
+                decision.deferredClear = DeferredClear(device: gone, cause: "'\(gone.id)' was disconnected")
+                clears = false
+            }
             if clears { decision.clearOverride = "'\(gone.id)' was disconnected" }
             if routeGone(change) != nil {
                 // Rule 3: fall back to the next one the rules rank, else to the effective target (the

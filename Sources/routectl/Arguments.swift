@@ -40,7 +40,7 @@ enum Command {
     case prioritySet([String])
     case priorityClear
     case why
-    case watch(apply: Bool, muteOnFallback: Bool)
+    case watch(WatchOptions)
     case wait(Route, timeout: Double?)
     case devices
     case dump
@@ -53,6 +53,15 @@ enum Command {
 struct Invocation {
     var options = GlobalOptions()
     var command: Command
+}
+
+/// `watch`'s own options.
+struct WatchOptions: Equatable {
+    var apply = false
+    var muteOnFallback = false
+    /// Seconds a departed device has to come back before its override clear happens (0: off).
+    var holdDown = 2.0
+    var dbus = false
 }
 
 enum CallVerb: String, CaseIterable {
@@ -211,6 +220,8 @@ enum Grammar {
             options: [
                 OptionSpec(name: "apply", help: "Also enforce the rules: external devices win, unplugging falls back."),
                 OptionSpec(name: "mute-on-fallback", help: "With --apply: mute the speaker the route falls back to from an external device."),
+                OptionSpec(name: "hold-down", value: "SECONDS",
+                           help: "With --apply: a device back within this long is a flicker; its override stays (default 2, 0 off)."),
             ],
             details: """
               One line per event, flushed; with --json one object per line (NDJSON). The first event is the
@@ -402,10 +413,17 @@ enum ArgumentParser {
             return .call(verb, speaker: commandOptions["speaker"] != nil)
         case "watch":
             try atMost(0, rest, spec)
-            if commandOptions["mute-on-fallback"] != nil && commandOptions["apply"] == nil {
-                throw Failure.usage("Option '--mute-on-fallback' needs '--apply'.")
+            var watch = WatchOptions(apply: commandOptions["apply"] != nil, muteOnFallback: commandOptions["mute-on-fallback"] != nil)
+            for name in ["mute-on-fallback", "hold-down"] where commandOptions[name] != nil && !watch.apply {
+                throw Failure.usage("Option '--\(name)' needs '--apply'.")
             }
-            return .watch(apply: commandOptions["apply"] != nil, muteOnFallback: commandOptions["mute-on-fallback"] != nil)
+            if let value = commandOptions["hold-down"] {
+                guard let s = Double(value), s.isFinite, s >= 0, s <= 3600 else {
+                    throw Failure.usage("The value '\(value)' is invalid for '--hold-down': expected seconds, 0 to 3600.")
+                }
+                watch.holdDown = s
+            }
+            return .watch(watch)
         case "wait":
             guard let word = rest.first else { throw Failure.usage("Missing value for '<route>'.") }
             try atMost(1, rest, spec)

@@ -40,6 +40,8 @@ enum EventRenderer {
                 + (micMuted.map { " mic_muted=\($0 ? "yes" : "no")" } ?? "")
         case let .call(active, route):
             detail = (active ? "active" : "ended") + " route=\(route.rawValue)"
+        case let .flicker(o, away):
+            detail = "\(o.route.rawValue) \(escaped(o.id)) away_ms=\(away)"
         case let .lost(count):
             detail = "\(count) event\(count == 1 ? "" : "s") dropped: the reader was too slow"
         }
@@ -73,6 +75,8 @@ enum EventRenderer {
                   ("mic_muted", micMuted.map(JSON.bool) ?? .null)]
         case let .call(active, route):
             m += [("active", .bool(active)), ("route", .string(route.rawValue))]
+        case let .flicker(o, away):
+            m += [("kind", .string(o.route.rawValue)), ("name", .string(o.id)), ("away_ms", .int(Int64(away)))]
         case let .lost(count):
             m += [("count", .int(Int64(count)))]
         }

@@ -87,9 +87,9 @@ enum RouteCtl {
         case let .call(verb, speaker):
             if verb != .status { try requireServer(options, "call \(verb.rawValue)") }
             return try CallCommand.run(verb, speaker: speaker, options)
-        case let .watch(apply, muteOnFallback):
+        case let .watch(watch):
             try requireServer(options, "watch")
-            return try WatchCommand.run(options, apply: apply, muteOnFallback: muteOnFallback)
+            return try WatchCommand.run(options, watch)
         case let .wait(route, timeout):
             try requireServer(options, "wait")
             return try WaitCommand.run(route, timeout: timeout, options)

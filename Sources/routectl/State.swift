@@ -34,6 +34,8 @@ enum State {
     static func currentOverride(_ store: StateStore, _ status: Status?, quiet: Bool) throws(StateError) -> OverrideRecord? {
         guard let record = try store.loadOverride() else { return nil }
         guard let status, let cause = record.staleness(currentExternals: status.externalKeys) else { return record }
+        // A running `watch --apply` alone clears it then: a device gone may come back within its hold-down.
+        if ApplyLock.isHeld(store) { return record }
         return try store.withOverrideLock { () throws(StateError) -> OverrideRecord? in
             // Another routectl may have replaced or cleared it meanwhile: decide on what is there now.
             guard let fresh = try store.loadOverride(), fresh == record else { return try store.loadOverride() }

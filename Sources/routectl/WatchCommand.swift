@@ -7,7 +7,8 @@ import Store
 /// `routectl watch [--apply [--mute-on-fallback]]`: the front end of `Engine.Watch`: the lock, the
 /// connection, signals, and the rendering of each event as one flushed line.
 enum WatchCommand {
-    static func run(_ options: GlobalOptions, apply: Bool, muteOnFallback: Bool) throws(Failure) -> ExitStatus {
+    static func run(_ options: GlobalOptions, _ watchOptions: WatchOptions) throws(Failure) -> ExitStatus {
+        let apply = watchOptions.apply
         // A state file that cannot be read ends --apply at once (exit 5), not at the first change.
         if apply { try State.validate() }
         let store = State.store()
@@ -31,8 +32,8 @@ enum WatchCommand {
             writable.enable(false)
             output.finish()
         }
-        var watch = Watch(server: connection, store: preferences, clocks: .system, apply: apply, muteOnFallback: muteOnFallback,
-                          timeout: options.timeout, snapshot: snapshot, sink: output.send,
+        var watch = Watch(server: connection, store: preferences, clocks: .system, apply: apply,
+                          muteOnFallback: watchOptions.muteOnFallback, holdDown: watchOptions.holdDown, timeout: options.timeout, snapshot: snapshot, sink: output.send,
                           warn: { Console.err("routectl: \($0)\n") })
         do { try watch.run() } catch { throw Failure.from(error) }
         return .ok
