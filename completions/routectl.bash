@@ -15,11 +15,12 @@ _routectl() {
 	--snapshot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--timeout) return ;;
 	--device) _routectl_ids outputs "$cur"; return ;;
+	--hold-down) return ;;
 	esac
 	local cmd="" first="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		-s | --server | --snapshot | --timeout | --device) ((i++)) ;;
+		-s | --server | --snapshot | --timeout | --device | --hold-down) ((i++)) ;;
 		-*) ;;
 		*) if [ -z "$cmd" ]; then cmd=${words[i]}; elif [ -z "$first" ]; then first=${words[i]}; fi ;;
 		esac
@@ -28,7 +29,7 @@ _routectl() {
 		case $cmd in
 		set) COMPREPLY=($(compgen -W "$globals --force --device" -- "$cur")) ;;
 		call) COMPREPLY=($(compgen -W "$globals --speaker" -- "$cur")) ;;
-		watch) COMPREPLY=($(compgen -W "$globals --apply --mute-on-fallback" -- "$cur")) ;;
+		watch) COMPREPLY=($(compgen -W "$globals --apply --mute-on-fallback --hold-down" -- "$cur")) ;;
 		*) COMPREPLY=($(compgen -W "$globals" -- "$cur")) ;;
 		esac
 		return

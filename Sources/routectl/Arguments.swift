@@ -226,8 +226,8 @@ enum Grammar {
             details: """
               One line per event, flushed; with --json one object per line (NDJSON). The first event is the
               current route with reason 'initial'. Events: route, device-added, device-removed,
-              override-cleared, interrupted, recovered, engaged, other-audio, input, lost (a slow reader
-              made watch drop events; the policy never waits on it). When the server goes
+              override-cleared, interrupted, recovered, engaged, other-audio, input, call, flicker, lost
+              (a slow reader made watch drop events; the policy never waits on it). When the server goes
               away, 'interrupted', then reconnection with backoff and 'recovered'. SIGINT/SIGTERM end it
               (exit 0). One 'watch --apply' per user session.
             """),

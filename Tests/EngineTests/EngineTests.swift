@@ -247,3 +247,60 @@ extension Snapshot {
         return s
     }
 }
+
+/// The hold-down (DESIGN.md §1): a jack pulled and plugged back within it is one flicker.
+@Suite struct HoldDownTests {
+    let laptop = "alsa_output.sim-laptop.analog-stereo"
+    let phones = "alsa_card.sim-laptop:analog-output-headphones"
+
+    func run(_ server: FakeServer, _ store: FakeStore, holdDown: Double) throws -> [Event] {
+        let clock = ManualClock()
+        server.clock = clock
+        var events: [Event] = []
+        var watch = Watch(server: server, store: store, clocks: clock.clocks, apply: true, muteOnFallback: false, holdDown: holdDown,
+                          timeout: 1, snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: { _ in })
+        try watch.run()
+        return events
+    }
+
+    /// The headphones pulled (still selected, now unavailable) and plugged back.
+    func pulled(_ plugged: Snapshot) -> Snapshot { plugged.jack(laptop, "analog-output-headphones", .unavailable) }
+
+    @Test func aReturnWithinTheHoldDownIsAFlickerAndKeepsTheOverride() throws {
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        let server = FakeServer(plugged)
+        server.script = [.change(pulled(plugged)), .pass(0.5), .change(plugged)]
+        let store = FakeStore()
+        store.record = OverrideRecord(target: .headset, setAt: 0, externals: [phones])
+        let events = try run(server, store, holdDown: 2)
+        #expect(store.record != nil, "the override stays")
+        #expect(!events.contains { $0.type == "override-cleared" })
+        #expect(events.contains { if case let .flicker(o, away) = $0 { return o.id == phones && away == 500 } else { return false } })
+        #expect(WatchTests().routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable",
+                                                "headset (was speaker) new-device-available"], "the route falls back at once, then returns")
+    }
+
+    @Test func noReturnClearsTheOverrideWhenTheHoldDownPasses() throws {
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        let server = FakeServer(plugged)
+        server.script = [.change(pulled(plugged)), .pass(1), .pass(1.5)]
+        let store = FakeStore()
+        store.record = OverrideRecord(target: .headset, setAt: 0, externals: [phones])
+        let events = try run(server, store, holdDown: 2)
+        #expect(store.record == nil)
+        #expect(events.filter { $0.type == "override-cleared" }.count == 1)
+        #expect(events.last == .overrideCleared(override: .headset, cause: "'\(phones)' was disconnected"),
+                "cleared only after the hold-down, with nothing else since")
+        #expect(!events.contains { $0.type == "flicker" })
+    }
+
+    @Test func withoutAHoldDownTheClearIsImmediate() throws {
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        let server = FakeServer(plugged)
+        server.script = [.change(pulled(plugged))]
+        let store = FakeStore()
+        store.record = OverrideRecord(target: .headset, setAt: 0, externals: [phones])
+        let events = try run(server, store, holdDown: 0)
+        #expect(events.contains(.overrideCleared(override: .headset, cause: "'\(phones)' was disconnected")))
+    }
+}

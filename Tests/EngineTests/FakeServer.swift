@@ -16,7 +16,11 @@ final class FakeServer: AudioServer {
         case change(Snapshot)
         /// The connection dies.
         case disconnect
+        /// Nothing happens for this long (the watcher's timers run), on `clock`.
+        case pass(Double)
     }
+    /// The clock `.pass` runs forward.
+    var clock: ManualClock?
 
     var current: Snapshot
     /// What a card profile switch turns the server into, by "card/profile".
@@ -92,6 +96,9 @@ final class FakeServer: AudioServer {
         case .disconnect:
             isConnected = false
             throw Failure(description: "Connection terminated", isUnreachable: true)
+        case let .pass(seconds):
+            clock?.seconds += seconds
+            return false
         }
     }
 

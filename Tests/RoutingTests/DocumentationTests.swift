@@ -38,7 +38,7 @@ import Testing
             .otherAudio(playing: true), .input(source: nil, previous: nil, micMuted: nil), .lost(count: 1),
             .call(active: true, route: .receiver),
         ]
-        for type in events.map(\.type) + ["device-added", "device-removed"] {
+        for type in events.map(\.type) + ["device-added", "device-removed", "flicker"] {
             let spelled = type.split(separator: "-").joined(separator: "\\-")
             let bold = page.split(separator: "\n").filter { $0.hasPrefix(".B") }
             #expect(bold.contains { line in line.split(whereSeparator: { $0 == " " || $0 == "\"" }).contains { $0 == spelled } },
