@@ -35,6 +35,8 @@ let package = Package(
         // The libpulse adapter's bookkeeping that needs no server (request replies, errors).
         .testTarget(name: "PulseTests", dependencies: ["Pulse", "Routing"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Routing"]),
+        // The service on a private dbus-daemon, driven by busctl and callaudiocli; Pulse for its main loop.
+        .testTarget(name: "BusTests", dependencies: ["Bus", "Pulse", "Routing"]),
     ],
     swiftLanguageModes: [.v6]
 )
