@@ -7,9 +7,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The Debian packages the build, the tests and the demo need.
 # gcc and libasound2-dev build the card simulator's alsa-lib plugins (sim/); alsa-ucm-conf is the UCM
 # core the phone cards' private tree includes; the BlueZ stand-in (sim/bluez) runs on the system
-# python3 with python3-dbus and python3-gi, under the servers' own bluez5 modules.
+# python3 with python3-dbus and python3-gi, under the servers' own bluez5 modules. libsystemd-dev is
+# sd-bus for the D-Bus service; its tests drive it on a private dbus-daemon with busctl (systemd),
+# gdbus (libglib2.0-bin) and callaudiocli (libcallaudio-tools), and hold the drop-in to the interface
+# XML callaudiod ships.
 APT_PACKAGES := libpulse-dev pulseaudio pulseaudio-utils pipewire pipewire-bin pipewire-pulse wireplumber dbus python3 \
-	gcc libasound2-dev alsa-ucm-conf python3-dbus python3-gi pulseaudio-module-bluetooth libspa-0.2-bluetooth
+	gcc libasound2-dev alsa-ucm-conf python3-dbus python3-gi pulseaudio-module-bluetooth libspa-0.2-bluetooth \
+	libsystemd-dev systemd libcallaudio-tools callaudiod libglib2.0-bin
 
 # Start-up is most of a query's time, so the release binary links the Swift runtime statically and,
 # where gcc has it, libstdc++ too: libstdc++.so's ~4300 symbol relocations cost ~1 ms per run.

@@ -11,6 +11,9 @@ let package = Package(
         // No pkgConfig: libpulse.pc's "-D_REENTRANT -pthread" make SwiftPM warn on every build, and
         // the header and library are on the default paths wherever libpulse-dev is installed.
         .systemLibrary(name: "CPulse"),
+        // Headers only, as CPulse: <systemd/sd-bus.h> and the two vtables Swift cannot build from
+        // sd-bus's macros; links libsystemd (apt: libsystemd-dev).
+        .systemLibrary(name: "CSystemd"),
         // The model, the classifier and the policy: pure Swift, no C, no file I/O, no printing.
         .target(name: "Routing"),
         // The state files: atomic writes, locks, permissions, bounded reads. Glibc lives here, not in Routing.
@@ -19,6 +22,8 @@ let package = Package(
         .target(name: "Pulse", dependencies: ["CPulse", "Routing"]),
         // The orchestration every command shares, written against AudioServer and PreferenceStore.
         .target(name: "Engine", dependencies: ["Routing"]),
+        // The D-Bus service (routectl's interface and the callaudiod drop-in): the only importer of CSystemd.
+        .target(name: "Bus", dependencies: ["CSystemd", "Routing"]),
         .executableTarget(name: "routectl", dependencies: ["Routing", "Engine", "Store", "Pulse"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "Routing"]),
         .testTarget(
@@ -30,6 +35,8 @@ let package = Package(
         // The libpulse adapter's bookkeeping that needs no server (request replies, errors).
         .testTarget(name: "PulseTests", dependencies: ["Pulse", "Routing"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Routing"]),
+        // The service on a private dbus-daemon, driven by busctl and callaudiocli; Pulse for its main loop.
+        .testTarget(name: "BusTests", dependencies: ["Bus", "Pulse", "Routing"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -22,6 +22,8 @@ public final class PulseConnection {
     var signalsInstalled = false
     /// The main loop's watch on stdout for a reader that went away, if one was made.
     var stdoutEvent: OpaquePointer?
+    /// Other things polled on this main loop (the D-Bus service), once one is attached (LoopSources.swift).
+    var loopSources: AttachedSources?
 
     /// The reverse-DNS id routectl's clients carry in `application.id` (`pactl list clients`).
     public static let applicationID = "io.github.routectl"
@@ -89,6 +91,7 @@ public final class PulseConnection {
             pa_context_unref(context)
         }
         if let stdoutEvent, let api = pa_mainloop_get_api(mainloop) { api.pointee.io_free(stdoutEvent) }
+        loopSources?.detachAll()
         // Frees the signal events and restores the handlers; before the loop they live on goes.
         if signalsInstalled {
             pa_signal_done()

@@ -51,7 +51,7 @@ extension PulseConnection {
 
     func waitForChanges(until deadline: Deadline?) throws(PulseError) -> Bool {
         do {
-            try run(until: { $0.changes != $0.consumed || stopRequested }, deadline: deadline,
+            try run(until: { $0.takeSourceWork() || $0.changes != $0.consumed || stopRequested }, deadline: deadline,
                     operation: "Waiting for the server")
         } catch {
             if error.isDeadline { return false }
