@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "Engine", dependencies: ["Routing"]),
         // The D-Bus service (routectl's interface and the callaudiod drop-in): the only importer of CSystemd.
         .target(name: "Bus", dependencies: ["CSystemd", "Routing"]),
-        .executableTarget(name: "routectl", dependencies: ["Routing", "Engine", "Store", "Pulse"]),
+        .executableTarget(name: "routectl", dependencies: ["Routing", "Engine", "Store", "Pulse", "Bus"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "Routing"]),
         .testTarget(
             name: "RoutingTests",

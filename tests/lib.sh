@@ -282,3 +282,28 @@ expect_cleared() {
 	expect_eq "$1 (watch)" "" "$(since "$watch" override-cleared)"
 }
 settle() { quiet "$watch" "$apply" || true; }
+
+# session_bus: a private session bus in $dir with no service directories (DESIGN.md §5: Debian's
+# callaudiod package installs a D-Bus service file, and a standard bus would start the real callaudiod
+# for a name nobody owns), exported as DBUS_SESSION_BUS_ADDRESS; stop_session_bus ends it.
+session_bus() {
+	cat >"$dir/session.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=$dir/session_bus_socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+CONF
+	local out
+	out=$(dbus-daemon --config-file="$dir/session.conf" --fork --print-address=1 --print-pid=1)
+	export DBUS_SESSION_BUS_ADDRESS=$(printf '%s\n' "$out" | sed -n 1p)
+	session_bus_pid=$(printf '%s\n' "$out" | sed -n 2p)
+}
+stop_session_bus() { [ -z "${session_bus_pid:-}" ] || kill "$session_bus_pid" 2>/dev/null || true; session_bus_pid=; }

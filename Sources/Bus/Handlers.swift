@@ -4,9 +4,9 @@ import Glibc
 /// What sd-bus calls from inside `sd_bus_process`: the method handler and the property getter that
 /// both vtables share (CSystemd.h), dispatched on the interface and member.
 extension BusService {
-    /// The targets `Set` takes: the words the command line's `set` takes, but no alias, so the
-    /// interface has one spelling.
-    static let targets: Set<String> = ["speaker", "earpiece", "bluetooth", "headset"]
+    /// The targets `Set` takes: the command line's, with `receiver` (what the Route property says)
+    /// for the earpiece, so a status bar can hand a route back.
+    static let targets: Set<String> = ["speaker", "earpiece", "receiver", "bluetooth", "headset"]
 
     /// Checks the call's arguments and holds it for the owner: 1 (answered later), or an error now.
     /// sd-bus has already checked the signature against the vtable.

@@ -72,3 +72,14 @@ public enum EngineError: Error, CustomStringConvertible {
         return false
     }
 }
+
+/// A remote control served beside `watch` (D-Bus, for status bars and phone shells): the watch lets
+/// it carry out what its clients asked whenever the loop wakes, and tells it what the server shows.
+public protocol RemoteControl: AnyObject {
+    /// Carries out the requests received since the last call, answering each; errors are the clients'.
+    func serve()
+    /// The state read back from the server after a change, with the preferences then.
+    func update(_ status: Status, _ preferences: Preferences)
+    /// A route event the watch printed.
+    func routeChanged(route: Route, previous: Route, reason: RouteChangeReason)
+}

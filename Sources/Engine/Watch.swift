@@ -37,6 +37,8 @@ public struct Watch {
     let holdDown: Double
     /// Devices gone within the hold-down, by id: when they left and what carried the sound then.
     var departures: [String: Departure] = [:]
+    /// Served on this loop (`watch --apply --dbus`), told what the server shows.
+    public var remote: RemoteControl?
 
     struct Departure {
         var clear: DeferredClear
@@ -74,10 +76,16 @@ public struct Watch {
         while !server.shouldStop {
             // Call mode began or ended since the last round (after its route event, once no move is held).
             guard reportCall() else { break }
+            if let remote {
+                remote.update(Status(snapshot: snapshot), (try? store.preferences()) ?? Preferences())
+            }
             do {
                 let wake = ([hold?.wakeAt] + departures.values.map(\.deadline)).compactMap { $0 }.min()
                 let wait = wake.map { max(0, $0 - clocks.monotonic()) }
-                guard try server.waitForChanges(timeout: wait) else {
+                let changed = try server.waitForChanges(timeout: wait)
+                // What remote clients asked is carried out between rounds, never inside their callbacks.
+                remote?.serve()
+                guard changed else {
                     if server.shouldStop { break }
                     guard try holdDownsPassed() else { break }
                     // Done and quiet, or out of time: report where the route is now.
@@ -416,7 +424,10 @@ public struct Watch {
 
     /// Prints one event, flushed; false when stdout is gone (a closed pipe ends watch quietly).
     mutating func emit(_ event: Event) -> Bool {
-        if case let .route(route, _, _, output) = event { reported = (route, output) }
+        if case let .route(route, previous, reason, output) = event {
+            reported = (route, output)
+            if let previous { remote?.routeChanged(route: route, previous: previous, reason: reason) }
+        }
         if case let .recovered(route, output) = event { reported = (route, output) }
         return sink(event)
     }

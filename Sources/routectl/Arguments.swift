@@ -222,6 +222,7 @@ enum Grammar {
                 OptionSpec(name: "mute-on-fallback", help: "With --apply: mute the speaker the route falls back to from an external device."),
                 OptionSpec(name: "hold-down", value: "SECONDS",
                            help: "With --apply: a device back within this long is a flicker; its override stays (default 2, 0 off)."),
+                OptionSpec(name: "dbus", help: "With --apply: serve io.github.routectl and the callaudiod drop-in on the session bus."),
             ],
             details: """
               One line per event, flushed; with --json one object per line (NDJSON). The first event is the
@@ -413,8 +414,9 @@ enum ArgumentParser {
             return .call(verb, speaker: commandOptions["speaker"] != nil)
         case "watch":
             try atMost(0, rest, spec)
-            var watch = WatchOptions(apply: commandOptions["apply"] != nil, muteOnFallback: commandOptions["mute-on-fallback"] != nil)
-            for name in ["mute-on-fallback", "hold-down"] where commandOptions[name] != nil && !watch.apply {
+            var watch = WatchOptions(apply: commandOptions["apply"] != nil, muteOnFallback: commandOptions["mute-on-fallback"] != nil,
+                                     dbus: commandOptions["dbus"] != nil)
+            for name in ["mute-on-fallback", "hold-down", "dbus"] where commandOptions[name] != nil && !watch.apply {
                 throw Failure.usage("Option '--\(name)' needs '--apply'.")
             }
             if let value = commandOptions["hold-down"] {

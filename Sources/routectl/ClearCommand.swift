@@ -8,6 +8,12 @@ extension RouteCommands {
     // MARK: clear
 
     static func clear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let (result, preferences) = try performClear(options)
+        return try report(result, preferences, options, command: "clear")
+    }
+
+    /// `clear` without its report (D-Bus's Clear), on `connection` when one is open.
+    static func performClear(_ options: GlobalOptions, on open: PulseConnection? = nil) throws(Failure) -> (Result, Preferences) {
         let store = State.store()
         let lock: FileLock
         let persistent: PersistentState
@@ -23,7 +29,8 @@ extension RouteCommands {
             throw State.failure(error)
         }
         defer { withExtendedLifetime(lock) {} }
-        let connection = try ServerAccess.connect(options)
+        let connection: PulseConnection
+        if let open { connection = open } else { connection = try ServerAccess.connect(options) }
         // Without the override the rules decide: an external device in use keeps the sound (rule 2);
         // else the most recently connected one (headphones a forced speaker was playing over), else the default.
         let before = try onServer { try connection.snapshot(timeout: options.timeout) }
@@ -35,7 +42,7 @@ extension RouteCommands {
         let result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
                                from: before, inCall: call != nil)
         do { try store.removeOverride() } catch { throw State.failure(error) }
-        return try report(result, preferences, options, command: "clear")
+        return (result, preferences)
     }
 
     /// Prints the route read back and the notes the rules call for; picks the exit status.

@@ -60,6 +60,23 @@ extension RouteCommands {
         return RouteCtl.write(options.json ? JSON.object([("preferred", .string(input.id))]).text + "\n" : "preferred    \(input.id)\n")
     }
 
+    /// Mutes or unmutes (nil: toggles) the default input, read back; what `input mute` and D-Bus's
+    /// MuteMic share. Fails (exit 1) when there is no default input.
+    static func setMicMute(_ wanted: Bool?, on connection: PulseConnection, _ options: GlobalOptions) throws(Failure) -> Snapshot {
+        try onServer {
+            let before = try connection.snapshot(timeout: options.timeout, parts: [.sources])
+            guard let source = before.defaultSource, !source.isMonitor else {
+                throw Failure(status: .failed, message: "No microphone: the server has no default input (see 'routectl input list').")
+            }
+            let mute = wanted ?? !source.mute
+            guard mute != source.mute else { return before }
+            return try connection.apply([.setSourceMute(source: source.name, mute: mute)], timeout: max(options.timeout, settleSeconds),
+                                        readBack: .snapshot([.sources])) { s in
+                s.sources.first { $0.name == source.name }?.mute == mute
+            }
+        }
+    }
+
     static func inputClear(_ options: GlobalOptions) throws(Failure) -> ExitStatus {
         do {
             try State.store().updatePersistent { $0.preferredInput = nil }
@@ -78,19 +95,7 @@ extension RouteCommands {
             return RouteCtl.write(options.json ? JSON.object([("mic_muted", value), ("source", status.defaultInput.map(JSON.string) ?? .null)]).text + "\n"
                                                : "mic_muted    \(QueryCommand.text(value))\n")
         }
-        let connection = try ServerAccess.connect(options)
-        let after: Snapshot = try onServer {
-            let before = try connection.snapshot(timeout: options.timeout, parts: [.sources])
-            guard let source = before.defaultSource, !source.isMonitor else {
-                throw Failure(status: .failed, message: "No microphone: the server has no default input (see 'routectl input list').")
-            }
-            let mute = change == .toggle ? !source.mute : change == .on
-            guard mute != source.mute else { return before }
-            return try connection.apply([.setSourceMute(source: source.name, mute: mute)], timeout: max(options.timeout, settleSeconds),
-                                        readBack: .snapshot([.sources])) { s in
-                s.sources.first { $0.name == source.name }?.mute == mute
-            }
-        }
+        let after = try setMicMute(change == .toggle ? nil : change == .on, on: ServerAccess.connect(options), options)
         let status = Status(snapshot: after)
         let value = status.micMuted.map(JSON.bool) ?? .null
         return RouteCtl.write(options.json ? JSON.object([("mic_muted", value), ("source", status.defaultInput.map(JSON.string) ?? .null)]).text + "\n"

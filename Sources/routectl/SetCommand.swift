@@ -7,13 +7,22 @@ extension RouteCommands {
     // MARK: set
 
     static func set(_ request: RouteRequest, _ options: GlobalOptions) throws(Failure) -> ExitStatus {
+        let (result, preferences) = try performSet(request, options)
+        return try report(result, preferences, options, command: "set")
+    }
+
+    /// `set` without its report: what D-Bus's Set and EnableSpeaker share with the command, on
+    /// `connection` when one is open (the watcher's).
+    static func performSet(_ request: RouteRequest, _ options: GlobalOptions,
+                           on open: PulseConnection? = nil) throws(Failure) -> (Result, Preferences) {
         let store = State.store()
         // Concurrent `set`s run one after another and the last one's override stands.
         let (lock, persistent, previous) = try lockedState(store)
         defer { withExtendedLifetime(lock) {} }
         // During a call, the call's profiles and microphone (rule 8).
         let call = try State.call(store)
-        let connection = try ServerAccess.connect(options)
+        let connection: PulseConnection
+        if let open { connection = open } else { connection = try ServerAccess.connect(options) }
         // Without a microphone to choose, an output route needs no sources (hundreds of monitors).
         let light = persistent.preferredInput == nil && !request.target.route.isExternal && call == nil
         let before = try onServer { try connection.snapshot(timeout: options.timeout, parts: light ? .outputs : .all) }
@@ -47,6 +56,6 @@ extension RouteCommands {
         }
         let preferences = Preferences(defaultTarget: persistent.defaultTarget, override: request.target,
                                       preferredInput: persistent.preferredInput, callTarget: call?.target)
-        return try report(result, preferences, options, command: "set")
+        return (result, preferences)
     }
 }

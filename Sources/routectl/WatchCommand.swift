@@ -24,6 +24,7 @@ enum WatchCommand {
         } catch {
             throw ServerAccess.failure(error)
         }
+        let remote = watchOptions.dbus ? try DBusControl.start(connection, options) : nil
         let output = EventOutput(json: options.json)
         let writable = connection.watchWritable(fd: 1) { output.flush() }
         output.wantWritable = { writable.enable($0) }
@@ -35,6 +36,7 @@ enum WatchCommand {
         var watch = Watch(server: connection, store: preferences, clocks: .system, apply: apply,
                           muteOnFallback: watchOptions.muteOnFallback, holdDown: watchOptions.holdDown, timeout: options.timeout, snapshot: snapshot, sink: output.send,
                           warn: { Console.err("routectl: \($0)\n") })
+        watch.remote = remote
         do { try watch.run() } catch { throw Failure.from(error) }
         return .ok
     }

@@ -138,7 +138,7 @@ import Testing
         let service = try BusService(address: bus.address, callAudio: true)
         let calls: [(String, [String])] = [
             ("io.github.routectl.Set", ["loud", "false"]),
-            ("io.github.routectl.Set", ["receiver", "false"]),  // the command line's alias, not the interface's word
+            ("io.github.routectl.Set", ["Speaker", "false"]),  // words are lower case, as the Route property spells them
             ("org.mobian_project.CallAudio.SelectMode", ["2"]),
         ]
         for (method, arguments) in calls {
