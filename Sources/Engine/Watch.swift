@@ -42,6 +42,9 @@ public struct Watch {
 
     struct Departure {
         var clear: DeferredClear
+        /// The override the departure would clear: a return or the deadline acts only while it stands
+        /// (a `clear` or another `set` meanwhile ends the hold-down).
+        var override: OverrideRecord?
         var leftAt: Double
         /// The output the route was on when the device left: a return puts the route back there.
         var carried: String?
@@ -153,7 +156,9 @@ public struct Watch {
         let preferences = try preferences()
         // Devices back within the hold-down: flickers. The override stays and the route goes back
         // to where it was when they left.
+        let standing = try? store.overrideRecord()
         let flickers = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
+            .filter { $0.1.override != nil && $0.1.override == standing }
         var decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
                                      recentlyAdded: Set(recentlyAdded.keys), holdDown: holdDown > 0)
         if !flickers.isEmpty {
@@ -167,8 +172,8 @@ public struct Watch {
         }
         if let deferred = decision.deferredClear {
             let now = clocks.monotonic()
-            departures[deferred.device.id] = Departure(clear: deferred, leftAt: now, carried: change.previous.output?.id,
-                                                      deadline: now + holdDown)
+            departures[deferred.device.id] = Departure(clear: deferred, override: standing, leftAt: now,
+                                                      carried: change.previous.output?.id, deadline: now + holdDown)
         }
         if decision.reason == .categoryChange, hold?.intent != nil {
             // routectl's own profile switch is under way (set, clear): the card is not flipping by itself.
@@ -244,9 +249,11 @@ public struct Watch {
         let passed = departures.filter { $0.value.deadline <= now }
         guard !passed.isEmpty else { return true }
         for id in passed.keys { departures[id] = nil }
-        let before = try preferences()
-        guard let target = before.override, clearOverride() else { return true }
-        for departure in passed.values.sorted(by: { $0.leftAt < $1.leftAt }) {
+        // Only the override the devices left under; one set since then is the user's newer wish.
+        let standing = try? store.overrideRecord()
+        let due = passed.values.filter { $0.override != nil && $0.override == standing }
+        guard let target = standing?.target, !due.isEmpty, clearOverride() else { return true }
+        for departure in due.sorted(by: { $0.leftAt < $1.leftAt }) {
             guard emit(.overrideCleared(override: target, cause: departure.clear.cause)) else { return false }
         }
         let preferences = try self.preferences()
