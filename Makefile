@@ -77,17 +77,21 @@ bench: build
 
 SHARE := $(DESTDIR)$(PREFIX)/share
 UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/user
+DBUSDIR := $(SHARE)/dbus-1/services
 INSTALLED := $(DESTDIR)$(PREFIX)/bin/routectl $(SHARE)/man/man1/routectl.1 $(UNITDIR)/routectl.service \
+	$(DBUSDIR)/io.github.routectl.service \
 	$(SHARE)/bash-completion/completions/routectl $(SHARE)/zsh/site-functions/_routectl \
 	$(SHARE)/fish/vendor_completions.d/routectl.fish
 
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)/man/man1 $(UNITDIR) $(SHARE)/bash-completion/completions \
+	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)/man/man1 $(UNITDIR) $(DBUSDIR) $(SHARE)/bash-completion/completions \
 		$(SHARE)/zsh/site-functions $(SHARE)/fish/vendor_completions.d
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/routectl
 	install -m 0644 man/routectl.1 $(SHARE)/man/man1/routectl.1
 	sed 's|@BINDIR@|$(PREFIX)/bin|' systemd/routectl.service.in >$(UNITDIR)/routectl.service
 	chmod 0644 $(UNITDIR)/routectl.service
+	sed 's|@BINDIR@|$(PREFIX)/bin|' systemd/io.github.routectl.service.in >$(DBUSDIR)/io.github.routectl.service
+	chmod 0644 $(DBUSDIR)/io.github.routectl.service
 	install -m 0644 completions/routectl.bash $(SHARE)/bash-completion/completions/routectl
 	install -m 0644 completions/_routectl $(SHARE)/zsh/site-functions/_routectl
 	install -m 0644 completions/routectl.fish $(SHARE)/fish/vendor_completions.d/routectl.fish

@@ -29,7 +29,7 @@ _routectl() {
 		case $cmd in
 		set) COMPREPLY=($(compgen -W "$globals --force --device" -- "$cur")) ;;
 		call) COMPREPLY=($(compgen -W "$globals --speaker" -- "$cur")) ;;
-		watch) COMPREPLY=($(compgen -W "$globals --apply --mute-on-fallback --hold-down" -- "$cur")) ;;
+		watch) COMPREPLY=($(compgen -W "$globals --apply --mute-on-fallback --hold-down --dbus" -- "$cur")) ;;
 		*) COMPREPLY=($(compgen -W "$globals" -- "$cur")) ;;
 		esac
 		return

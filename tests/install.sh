@@ -9,13 +9,17 @@ trap 'rm -rf "$dest"' EXIT
 make -C "$root" --no-print-directory install DESTDIR="$dest" PREFIX=/usr >/dev/null
 echo "== make install DESTDIR=$dest PREFIX=/usr"
 for f in usr/bin/routectl usr/share/man/man1/routectl.1 usr/lib/systemd/user/routectl.service \
+	usr/share/dbus-1/services/io.github.routectl.service \
 	usr/share/bash-completion/completions/routectl usr/share/zsh/site-functions/_routectl \
 	usr/share/fish/vendor_completions.d/routectl.fish; do
 	expect_eq "installed: $f" yes "$([ -f "$dest/$f" ] && echo yes || echo no)"
 done
 expect_eq "the binary runs" "$("$root/.build/release/routectl" --version)" "$("$dest/usr/bin/routectl" --version)"
-expect_eq "the unit runs watch --apply from PREFIX" "ExecStart=/usr/bin/routectl watch --apply" \
+expect_eq "the unit runs watch --apply --dbus from PREFIX" "ExecStart=/usr/bin/routectl watch --apply --dbus" \
 	"$(grep '^ExecStart=' "$dest/usr/lib/systemd/user/routectl.service")"
+expect_eq "the unit owns routectl's bus name" "BusName=io.github.routectl" "$(grep '^BusName=' "$dest/usr/lib/systemd/user/routectl.service")"
+expect_eq "D-Bus activation starts the unit" "SystemdService=routectl.service" \
+	"$(grep '^SystemdService=' "$dest/usr/share/dbus-1/services/io.github.routectl.service")"
 if command -v systemd-analyze >/dev/null; then
 	# verify resolves ExecStart on this machine's paths; point it at the installed binary.
 	sed "s|/usr/bin/routectl|$dest/usr/bin/routectl|" "$dest/usr/lib/systemd/user/routectl.service" >"$dest/routectl.service"
