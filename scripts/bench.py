@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """make bench: routectl against pactl on private servers of both kinds, run alternately (DESIGN.md §7).
 
+    python3 scripts/bench.py [ROUTECTL] [--only BENCH[,BENCH...]]
+BENCH: query, json-query, jack, bluetooth, watch, set (all of them without --only).
+
 Each pair is run N times in alternation, so both see the same machine state; the figures are
 medians of wall time and the median of the per-round ratios. The budgets are read from DESIGN.md §7,
 the one table that holds them (../shared/DESIGN.md beside the project, or $ROUTECTL_DESIGN).
 """
+import argparse
 import os
 import queue
 import re
@@ -16,7 +20,16 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ROUTECTL = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".build/release/routectl"))
+BENCHES = ("query", "json-query", "jack", "bluetooth", "watch", "set")
+# On a shared machine, one bench at a time: `--only call`.
+_args = argparse.ArgumentParser(description="routectl's budgets, DESIGN.md §7")
+_args.add_argument("routectl", nargs="?", default=os.path.join(ROOT, ".build/release/routectl"))
+_args.add_argument("--only", type=lambda v: v.split(","), default=list(BENCHES),
+                   help="comma-separated: " + ", ".join(BENCHES))
+ARGS = _args.parse_args()
+if not set(ARGS.only) <= set(BENCHES):
+    _args.error(f"unknown bench {', '.join(sorted(set(ARGS.only) - set(BENCHES)))} (have {', '.join(BENCHES)})")
+ROUTECTL = os.path.abspath(ARGS.routectl)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "300"))
 SERVER = os.path.join(ROOT, "scripts/server.sh")
 DESIGN = os.environ.get("ROUTECTL_DESIGN", os.path.join(ROOT, "..", "shared", "DESIGN.md"))
@@ -348,27 +361,40 @@ def verdict(ok):
 def main():
     rows = budgets()
     servers = os.environ.get("BENCH_SERVERS", "pulseaudio pipewire").split()
+    only = set(ARGS.only)
     results = []
     for kind in servers:
-        with tempfile.TemporaryDirectory(prefix=f"routectl-bench-{kind}.") as directory:
-            env = start_server(kind, directory, cards="laptop", bluetooth=True)
-            try:
-                print(f"== {kind}: {ROUNDS} alternating rounds on a private server with a simulated laptop ({directory})")
-                results += [
-                    compare("query route vs pactl get-default-sink",
-                            [ROUTECTL, "query", "route"], ["pactl", "get-default-sink"],
-                            budget(rows, "`routectl query`"), env),
-                    compare("--json query vs pactl -f json list sinks",
-                            [ROUTECTL, "--json", "query"], ["pactl", "-f", "json", "list", "sinks"],
-                            budget(rows, "`routectl --json query`"), env),
-                    jack_bench(env, directory, budget(rows, "jack plug")),
-                    bluetooth_bench(env, directory, budget(rows, "Bluetooth connect")),
-                    watch_bench(kind, env, directory, budget(rows, "`watch` event")),
-                ]
-            finally:
-                subprocess.call([SERVER, "stop", directory])
-        results.append(set_bench(kind, budget(rows, "`set` with 500 outputs")))
+        if only & {"query", "json-query", "jack", "bluetooth", "watch"}:
+            results += shared_server_benches(kind, rows, only)
+        if "set" in only:
+            results.append(set_bench(kind, budget(rows, "`set` with 500 outputs")))
     print("all budgets met" if all(results) else "some budgets missed (see above)")
+
+
+def shared_server_benches(kind, rows, only):
+    """The benches that share one server with a simulated laptop and Bluetooth."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix=f"routectl-bench-{kind}.") as directory:
+        env = start_server(kind, directory, cards="laptop", bluetooth=True)
+        try:
+            print(f"== {kind}: {ROUNDS} alternating rounds on a private server with a simulated laptop ({directory})")
+            if "query" in only:
+                results.append(compare("query route vs pactl get-default-sink",
+                                       [ROUTECTL, "query", "route"], ["pactl", "get-default-sink"],
+                                       budget(rows, "`routectl query`"), env))
+            if "json-query" in only:
+                results.append(compare("--json query vs pactl -f json list sinks",
+                                       [ROUTECTL, "--json", "query"], ["pactl", "-f", "json", "list", "sinks"],
+                                       budget(rows, "`routectl --json query`"), env))
+            if "jack" in only:
+                results.append(jack_bench(env, directory, budget(rows, "jack plug")))
+            if "bluetooth" in only:
+                results.append(bluetooth_bench(env, directory, budget(rows, "Bluetooth connect")))
+            if "watch" in only:
+                results.append(watch_bench(kind, env, directory, budget(rows, "`watch` event")))
+        finally:
+            subprocess.call([SERVER, "stop", directory])
+    return results
 
 
 if __name__ == "__main__":
