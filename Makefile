@@ -9,7 +9,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # core the phone cards' private tree includes; the BlueZ stand-in (sim/bluez) runs on the system
 # python3 with python3-dbus and python3-gi, under the servers' own bluez5 modules.
 APT_PACKAGES := libpulse-dev pulseaudio pulseaudio-utils pipewire pipewire-bin pipewire-pulse wireplumber dbus python3 \
-	gcc libasound2-dev alsa-ucm-conf python3-dbus python3-gi pulseaudio-module-bluetooth libspa-0.2-bluetooth
+	gcc libasound2-dev alsa-ucm-conf python3-dbus python3-gi pulseaudio-module-bluetooth libspa-0.2-bluetooth \
+	callaudiod libcallaudio-tools
 
 # Start-up is most of a query's time, so the release binary links the Swift runtime statically and,
 # where gcc has it, libstdc++ too: libstdc++.so's ~4300 symbol relocations cost ~1 ms per run.
