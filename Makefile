@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # python3 with python3-dbus and python3-gi, under the servers' own bluez5 modules. libsystemd-dev is
 # sd-bus for the D-Bus service; its tests drive it on a private dbus-daemon with busctl (systemd),
 # gdbus (libglib2.0-bin) and callaudiocli (libcallaudio-tools), and hold the drop-in to the interface
-# XML callaudiod ships.
+# XML callaudiod ships; make bench runs callaudiod (callaudiocli -m 1) against routectl call start.
 APT_PACKAGES := libpulse-dev pulseaudio pulseaudio-utils pipewire pipewire-bin pipewire-pulse wireplumber dbus python3 \
 	gcc libasound2-dev alsa-ucm-conf python3-dbus python3-gi pulseaudio-module-bluetooth libspa-0.2-bluetooth \
 	libsystemd-dev systemd libcallaudio-tools callaudiod libglib2.0-bin

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """make bench: routectl against pactl on private servers of both kinds, run alternately (DESIGN.md §7).
 
+    python3 scripts/bench.py [ROUTECTL] [--only BENCH[,BENCH...]]
+BENCH: query, json-query, jack, bluetooth, watch, set, call (all of them without --only).
+
 Each pair is run N times in alternation, so both see the same machine state; the figures are
 medians of wall time and the median of the per-round ratios. The budgets are read from DESIGN.md §7,
 the one table that holds them (../shared/DESIGN.md beside the project, or $ROUTECTL_DESIGN).
 """
+import argparse
+import ctypes
 import os
 import queue
 import re
@@ -16,7 +21,16 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ROUTECTL = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".build/release/routectl"))
+BENCHES = ("query", "json-query", "jack", "bluetooth", "watch", "set", "call")
+# On a shared machine, one bench at a time: `--only call`.
+_args = argparse.ArgumentParser(description="routectl's budgets, DESIGN.md §7")
+_args.add_argument("routectl", nargs="?", default=os.path.join(ROOT, ".build/release/routectl"))
+_args.add_argument("--only", type=lambda v: v.split(","), default=list(BENCHES),
+                   help="comma-separated: " + ", ".join(BENCHES))
+ARGS = _args.parse_args()
+if not set(ARGS.only) <= set(BENCHES):
+    _args.error(f"unknown bench {', '.join(sorted(set(ARGS.only) - set(BENCHES)))} (have {', '.join(BENCHES)})")
+ROUTECTL = os.path.abspath(ARGS.routectl)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "300"))
 SERVER = os.path.join(ROOT, "scripts/server.sh")
 DESIGN = os.environ.get("ROUTECTL_DESIGN", os.path.join(ROOT, "..", "shared", "DESIGN.md"))
@@ -47,7 +61,8 @@ def budget(rows, prefix):
     sys.exit(f"make bench: DESIGN.md §7 has no row starting {prefix!r}")
 
 
-def start_server(kind, directory, cards="", bluetooth=False):
+def private_server(kind, directory, cards="", bluetooth=False):
+    """A private server (scripts/server.sh start), and the environment that reaches it."""
     env = dict(os.environ, CARDS=cards, BLUETOOTH="1" if bluetooth else "")
     exports = subprocess.check_output([SERVER, "start", kind, directory], text=True, env=env)
     env = dict(os.environ)
@@ -55,6 +70,11 @@ def start_server(kind, directory, cards="", bluetooth=False):
         for assignment in line.removeprefix("export ").split(" "):
             key, _, value = assignment.partition("=")
             env[key] = value.strip("'")
+    return env
+
+
+def start_server(kind, directory, cards="", bluetooth=False):
+    env = private_server(kind, directory, cards, bluetooth)
     for kind in ("speaker", "headset", "bluetooth", "hdmi"):
         subprocess.check_call([SERVER, "plug", directory, kind, f"bench-{kind}"], env=env)
     return env
@@ -114,6 +134,17 @@ class Reader:
                 n += 1
             except queue.Empty:
                 return n
+
+    def quiet(self, span, limit=10.0):
+        """Drops lines until the child has printed nothing for span seconds (at most limit)."""
+        end = time.perf_counter() + limit
+        last = []
+        while time.perf_counter() < end:
+            try:
+                last = (last + [self.lines.get(timeout=span)[1]])[-8:]
+            except queue.Empty:
+                return
+        raise TimeoutError(f"still printing after {limit:.0f} s, lastly: " + "; ".join(str(l).strip() for l in last))
 
     def stop(self):
         self.proc.terminate()
@@ -256,12 +287,7 @@ def set_bench(kind, limit):
     outputs = int(os.environ.get("BENCH_OUTPUTS", "500"))
     rounds = int(os.environ.get("BENCH_SET_ROUNDS", str(min(ROUNDS, 100))))
     with tempfile.TemporaryDirectory(prefix=f"routectl-bench-set-{kind}.") as directory:
-        exports = subprocess.check_output([SERVER, "start", kind, directory], text=True, env=dict(os.environ, CARDS=""))
-        env = dict(os.environ)
-        for line in exports.splitlines():
-            for assignment in line.removeprefix("export ").split(" "):
-                key, _, value = assignment.partition("=")
-                env[key] = value.strip("'")
+        env = private_server(kind, directory)
         try:
             subprocess.check_call([SERVER, "plug", directory, "speaker", "bench-speaker"], env=env)
             subprocess.check_call([SERVER, "plug", directory, "earpiece", "bench-earpiece"], env=env)
@@ -337,6 +363,418 @@ def bluetooth_bench(env, directory, limit):
     return p99 <= limit
 
 
+# The call bench's state check: one libpulse connection through ctypes, so that the check run on every
+# `pactl subscribe` event is one round trip (~0.1 ms) instead of two pactl runs (~9 ms of process
+# start-up competing for the CPU with the program being timed). Only the leading members that are read.
+class _PaNamed(ctypes.Structure):  # pa_card_profile_info and pa_sink_port_info begin with their name
+    _fields_ = [("name", ctypes.c_char_p)]
+
+
+class _PaSampleSpec(ctypes.Structure):
+    _fields_ = [("format", ctypes.c_int), ("rate", ctypes.c_uint32), ("channels", ctypes.c_uint8)]
+
+
+class _PaServerInfo(ctypes.Structure):
+    _fields_ = [("user_name", ctypes.c_char_p), ("host_name", ctypes.c_char_p), ("server_version", ctypes.c_char_p),
+                ("server_name", ctypes.c_char_p), ("sample_spec", _PaSampleSpec), ("default_sink_name", ctypes.c_char_p)]
+
+
+class _PaCardInfo(ctypes.Structure):
+    _fields_ = [("index", ctypes.c_uint32), ("name", ctypes.c_char_p), ("owner_module", ctypes.c_uint32),
+                ("driver", ctypes.c_char_p), ("n_profiles", ctypes.c_uint32), ("profiles", ctypes.c_void_p),
+                ("active_profile", ctypes.POINTER(_PaNamed))]
+
+
+class _PaChannelMap(ctypes.Structure):
+    _fields_ = [("channels", ctypes.c_uint8), ("map", ctypes.c_int * 32)]
+
+
+class _PaCVolume(ctypes.Structure):
+    _fields_ = [("channels", ctypes.c_uint8), ("values", ctypes.c_uint32 * 32)]
+
+
+class _PaSinkInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("index", ctypes.c_uint32), ("description", ctypes.c_char_p),
+                ("sample_spec", _PaSampleSpec), ("channel_map", _PaChannelMap), ("owner_module", ctypes.c_uint32),
+                ("volume", _PaCVolume), ("mute", ctypes.c_int), ("monitor_source", ctypes.c_uint32),
+                ("monitor_source_name", ctypes.c_char_p), ("latency", ctypes.c_uint64), ("driver", ctypes.c_char_p),
+                ("flags", ctypes.c_int), ("proplist", ctypes.c_void_p), ("configured_latency", ctypes.c_uint64),
+                ("base_volume", ctypes.c_uint32), ("state", ctypes.c_int), ("n_volume_steps", ctypes.c_uint32),
+                ("card", ctypes.c_uint32), ("n_ports", ctypes.c_uint32), ("ports", ctypes.c_void_p),
+                ("active_port", ctypes.POINTER(_PaNamed))]
+
+
+_PA_SERVER_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_PaServerInfo), ctypes.c_void_p)
+_PA_CARD_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_PaCardInfo), ctypes.c_int, ctypes.c_void_p)
+_PA_SINK_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_PaSinkInfo), ctypes.c_int, ctypes.c_void_p)
+
+
+def _libpulse():
+    pa = ctypes.CDLL("libpulse.so.0")
+    for name, restype, argtypes in (
+            ("pa_mainloop_new", ctypes.c_void_p, []),
+            ("pa_mainloop_get_api", ctypes.c_void_p, [ctypes.c_void_p]),
+            ("pa_mainloop_iterate", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]),
+            ("pa_mainloop_free", None, [ctypes.c_void_p]),
+            ("pa_context_new", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]),
+            ("pa_context_connect", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]),
+            ("pa_context_get_state", ctypes.c_int, [ctypes.c_void_p]),
+            ("pa_context_disconnect", None, [ctypes.c_void_p]),
+            ("pa_context_unref", None, [ctypes.c_void_p]),
+            ("pa_context_get_server_info", ctypes.c_void_p, [ctypes.c_void_p, _PA_SERVER_CB, ctypes.c_void_p]),
+            ("pa_context_get_card_info_by_name", ctypes.c_void_p,
+             [ctypes.c_void_p, ctypes.c_char_p, _PA_CARD_CB, ctypes.c_void_p]),
+            ("pa_context_get_sink_info_list", ctypes.c_void_p, [ctypes.c_void_p, _PA_SINK_CB, ctypes.c_void_p]),
+            ("pa_operation_unref", None, [ctypes.c_void_p])):
+        getattr(pa, name).restype = restype
+        getattr(pa, name).argtypes = argtypes
+    return pa
+
+
+class PulseState:
+    """A card's active profile, the default sink and that sink's active port, read in one round trip."""
+
+    # What libpulse reads while connecting (client.conf, the cookie): the private server's, never the user's.
+    CLIENT_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "PULSE_SERVER", "PULSE_RUNTIME_PATH", "PULSE_COOKIE")
+
+    def __init__(self, env, card):
+        self.pa, self.card = _libpulse(), card.encode()
+        self.on_server, self.on_card, self.on_sink = (
+            _PA_SERVER_CB(self._server), _PA_CARD_CB(self._card), _PA_SINK_CB(self._sink))
+        saved = {key: os.environ.get(key) for key in self.CLIENT_ENV}
+        os.environ.update({key: env[key] for key in self.CLIENT_ENV if key in env})
+        try:
+            self.loop = self.pa.pa_mainloop_new()
+            self.ctx = self.pa.pa_context_new(self.pa.pa_mainloop_get_api(self.loop), b"routectl-bench")
+            if self.pa.pa_context_connect(self.ctx, env["PULSE_SERVER"].encode(), 1, None) < 0:  # NOAUTOSPAWN
+                raise BenchFailed(f"the state check cannot connect to {env['PULSE_SERVER']}")
+            while (state := self.pa.pa_context_get_state(self.ctx)) != 4:  # READY
+                if state in (5, 6) or self.pa.pa_mainloop_iterate(self.loop, 1, None) < 0:  # FAILED, TERMINATED
+                    raise BenchFailed(f"the state check cannot connect to {env['PULSE_SERVER']}")
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def _server(self, ctx, info, userdata):
+        name = info.contents.default_sink_name if info else None
+        self.default = name.decode() if name else None
+        self.left -= 1
+
+    def _card(self, ctx, info, eol, userdata):
+        if eol:
+            self.left -= 1
+        elif info.contents.active_profile:
+            self.profile = info.contents.active_profile.contents.name.decode()
+
+    def _sink(self, ctx, info, eol, userdata):
+        if eol:
+            self.left -= 1
+        else:
+            port = info.contents.active_port
+            self.ports[info.contents.name.decode()] = port.contents.name.decode() if port else None
+
+    def read(self):
+        """(profile, default sink, its active port); None for what is not there."""
+        self.left, self.default, self.profile, self.ports = 3, None, None, {}
+        for op in (self.pa.pa_context_get_server_info(self.ctx, self.on_server, None),
+                   self.pa.pa_context_get_card_info_by_name(self.ctx, self.card, self.on_card, None),
+                   self.pa.pa_context_get_sink_info_list(self.ctx, self.on_sink, None)):
+            if not op:
+                raise BenchFailed("the state check lost its server")
+            self.pa.pa_operation_unref(op)
+        while self.left:
+            if self.pa.pa_mainloop_iterate(self.loop, 1, None) < 0:
+                raise BenchFailed("the state check lost its server")
+        return self.profile, self.default, self.ports.get(self.default)
+
+    def close(self):
+        self.pa.pa_context_disconnect(self.ctx)
+        self.pa.pa_context_unref(self.ctx)
+        self.pa.pa_mainloop_free(self.loop)
+
+
+class BenchFailed(Exception):
+    """A bench that could not measure what it should (a program did not do its job): said loudly, and
+    make bench exits non-zero."""
+
+
+FAILURES = []
+PHONE = "alsa_card.sim-phone"
+EARPIECE, SPEAKER = "[Out] Earpiece", "[Out] Speaker"
+QUIET = 0.5  # the servers' own policies act within ~0.3 s (WirePlumber): quiet this long is settled
+# The subscribe lines after which the profile, the default sink or its port may have changed.
+STATE_EVENT = re.compile(r"'(new|change|remove)' on (card|sink|server) #")
+# Both UCM namings: "Voice Call" (PulseAudio 16, PipeWire 0.3) and "Voice Call (Earpiece, Mic)" (newer).
+IN_CALL = re.compile(r"Voice Call( \(|$)")
+SESSION_BUS = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
+</busconfig>
+"""
+
+
+def describe(state):
+    profile, sink, port = state
+    return f"profile {profile or '-'}, default sink {sink or '-'} on {port or '-'}"
+
+
+def callaudiod_start(directory, env):
+    """callaudiod on a private session bus whose configuration has no service directories: Debian's
+    package installs a D-Bus service file, and a standard bus would activate the machine's callaudiod."""
+    conf = os.path.join(directory, "session-bus.conf")
+    with open(conf, "w") as f:
+        f.write(SESSION_BUS.format(socket=os.path.join(directory, "session-bus")))
+    bus = subprocess.Popen(["dbus-daemon", f"--config-file={conf}", "--nofork", "--print-address=1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    env = dict(env, DBUS_SESSION_BUS_ADDRESS=bus.stdout.readline().strip())
+    log = os.path.join(directory, "callaudiod.log")
+    with open(log, "w") as out:
+        daemon = subprocess.Popen(["callaudiod"], env=env, stdout=out, stderr=out)
+    deadline = time.time() + 10
+    while b"true" not in subprocess.run(
+            ["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+             "org.freedesktop.DBus.NameHasOwner", "string:org.mobian_project.CallAudio"],
+            env=env, capture_output=True).stdout:
+        if daemon.poll() is not None or time.time() > deadline:
+            tail = open(log).read()[-2000:]
+            for proc in (daemon, bus):
+                proc.kill()
+            raise BenchFailed(f"callaudiod did not come up on its private bus; its log:\n{tail}")
+        time.sleep(0.05)
+    return env, (daemon, bus)
+
+
+class Milestone:
+    """When the subscribe client saw a state first hold: the first state line after the last check that
+    found it not holding. The check is read after the line that prompted it; a line before that check
+    began reported a change the check then saw."""
+
+    def __init__(self, holds):
+        self.holds, self.at, self.since, self.waiting = holds, None, None, False
+
+    def checked(self, state, began, lines):
+        if self.at is not None:
+            return
+        if not self.holds(state):
+            self.since = began
+            return
+        later = [at for at in lines if at > self.since]
+        if later:
+            self.at = later[0]
+        else:  # the check saw it before the subscribe client did: its line is the next one
+            self.waiting, self.seen = True, began
+
+    def line(self, at):
+        if self.waiting and self.at is None:
+            self.at = at
+
+
+def in_call(state):
+    return bool(state[0] and IN_CALL.match(state[0]))
+
+
+def in_call_on_earpiece(state):
+    return in_call(state) and state[2] == EARPIECE
+
+
+def settle(side):
+    try:
+        side.subscribe.quiet(QUIET)
+    except TimeoutError as e:
+        raise BenchFailed(f"{side.who}'s server did not settle: {e} ({describe(side.state.read())})")
+
+
+def call_round(side):
+    """One timed run of cmd on a settled server: the times (from its start) of the subscribe lines after
+    which the card was in a call profile, and in it with the default sink on the earpiece (passed; and
+    kept, when the state it left, settled, is that too), the time of its exit, and what it left; a state
+    never reached has no time."""
+    cmd, env, subscribe, state = side.start, side.env, side.subscribe, side.state
+    settle(side)
+    profile, earpiece = Milestone(in_call), Milestone(in_call_on_earpiece)
+    lines, checks, exited, pending = [], [], None, False
+    start = time.perf_counter()
+    profile.since = earpiece.since = start
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    result = {}
+
+    def wait():  # its exit goes into the subscribe client's queue, so that one loop sees both in order
+        result["stderr"] = proc.communicate()[1]
+        subscribe.lines.put((time.perf_counter(), None))
+
+    threading.Thread(target=wait, daemon=True).start()
+    deadline = start + 10
+    while earpiece.at is None or exited is None:
+        remaining = deadline - time.perf_counter()
+        if exited is not None and remaining <= 0:
+            break  # a server that does not settle: what it left is judged below
+        try:
+            at, line = subscribe.lines.get(timeout=max(0, min(QUIET, remaining) if exited is not None else remaining))
+        except queue.Empty:
+            if exited is None:
+                proc.kill()
+                raise BenchFailed(f"{' '.join(cmd)} did not exit within 10 s")
+            break  # exited, and the server has been quiet since: the state is what it left
+        if line is None:
+            exited = at - start
+            if proc.returncode != 0:
+                raise BenchFailed(f"{' '.join(cmd)} exited {proc.returncode}: {result['stderr'].strip()}")
+        elif STATE_EVENT.search(line):
+            lines.append(at)
+            pending = True
+            profile.line(at)
+            earpiece.line(at)
+        if pending and subscribe.lines.empty():
+            pending = False
+            began = time.perf_counter()
+            now = state.read()
+            checks.append(time.perf_counter() - began)
+            profile.checked(now, began, lines)
+            earpiece.checked(now, began, lines)
+    for m in (profile, earpiece):
+        if m.waiting and m.at is None:
+            m.at = m.seen  # no line came after the check that saw it: that check's start bounds it
+    passed = earpiece.at and earpiece.at - start
+    try:
+        subscribe.quiet(QUIET, limit=5)
+        now = state.read()
+        left, kept = describe(now), in_call_on_earpiece(now)
+    except TimeoutError:  # seen on PipeWire after callaudiod: the port flipping, callaudiod idle
+        left, kept = f"a server that did not settle in 5 s (lastly {describe(state.read())})", False
+    return {"profile": profile.at and profile.at - start, "passed": passed, "earpiece": passed if kept else None,
+            "exit": exited, "left": left, "checks": checks}
+
+
+def call_reset(side):
+    subprocess.run(side.end, env=side.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    for _ in range(int(5 / 0.05)):
+        now = side.state.read()
+        if now[0] and now[0].startswith("HiFi") and now[2] == SPEAKER:
+            return
+        time.sleep(0.05)
+    raise BenchFailed(f"{side.who}: {' '.join(side.end)} did not bring the phone back to HiFi on the speaker: "
+                      f"{describe(now)}")
+
+
+class CallSide:
+    """One program of the call bench, with its own server, subscribe client and state check."""
+
+    def __init__(self, who, env, start, end):
+        self.who, self.env, self.start, self.end, self.runs = who, env, start, end, []
+        self.name = " ".join([os.path.basename(start[0])] + start[1:])
+        self.subscribe = Reader(["pactl", "subscribe"], env)
+        self.state = PulseState(env, PHONE)
+
+    def close(self):
+        self.subscribe.stop()
+        self.state.close()
+
+
+def call_bench(kind, limit):
+    """`routectl call start` against callaudiod (`callaudiocli -m 1`), on the simulated phone in HiFi on
+    the speaker, each program on its own private server of this kind (callaudiod unloads PulseAudio's
+    module-switch-on-port-available), rounds alternating. Both are timed from the command's start to the
+    `pactl subscribe` line after which the card is in a Voice Call profile with the default sink on
+    [Out] Earpiece, and to the command's exit (callaudiocli's is callaudiod's D-Bus reply); the state
+    is checked on every card, sink and server line, the same way for both."""
+    rounds = int(os.environ.get("BENCH_CALL_ROUNDS", "30"))
+    warm = 2
+    with tempfile.TemporaryDirectory(prefix=f"routectl-bench-call-{kind}.") as top:
+        directories, sides, daemons = [], [], ()
+        try:
+            envs = []
+            for who in ("routectl", "callaudiod"):
+                directories.append(os.path.join(top, who))
+                os.mkdir(directories[-1])
+                envs.append(private_server(kind, directories[-1], cards="phone"))
+            envs[0].pop("DBUS_SESSION_BUS_ADDRESS", None)  # never the user's session bus
+            theirs, daemons = callaudiod_start(top, envs[1])
+            sides.append(CallSide("routectl", envs[0], [ROUTECTL, "call", "start"], [ROUTECTL, "call", "end"]))
+            sides.append(CallSide("callaudiod", theirs, ["callaudiocli", "-m", "1"], ["callaudiocli", "-m", "0"]))
+            time.sleep(0.3)  # pactl subscribe prints nothing when it is ready
+            print(f"call start to the earpiece in the call profile, {rounds} alternating rounds, each program on its "
+                  f"own {kind} with a simulated phone ({top})")
+            if kind == "pulseaudio":
+                modules = subprocess.check_output(["pactl", "list", "short", "modules"], env=theirs, text=True)
+                print("  callaudiod unloaded module-switch-on-port-available on its server: "
+                      + ("no" if "module-switch-on-port-available" in modules else "yes"))
+            for i in range(warm + rounds):
+                for side in sides:
+                    call_reset(side)
+                    run = call_round(side)
+                    if i >= warm:
+                        side.runs.append(run)
+            return call_report(kind, sides, limit)
+        except BenchFailed as e:
+            print(f"  FAILED: {e}")
+            FAILURES.append(f"call start on {kind}: {e}")
+            return False
+        finally:
+            for side in sides:
+                side.close()
+            for proc in daemons:
+                proc.terminate()
+                proc.wait()
+            for directory in directories:
+                subprocess.call([SERVER, "stop", directory])
+
+
+def call_report(kind, sides, limit):
+    def column(runs, key):
+        values = [r[key] for r in runs if r[key] is not None]
+        if not values:
+            return f"{'never':>21}"
+        return f"{ms(percentile(values, 50))} {ms(percentile(values, 99))}"
+
+    print(f"  {'':<22} {'to the call profile':>21}   {'to the earpiece':>21}   {'to its exit':>21}")
+    print(f"  {'':<22} {'p50':>9} {'p99':>11}   {'p50':>9} {'p99':>11}   {'p50':>9} {'p99':>11}")
+    for side in sides:
+        print(f"  {side.name:<22} {column(side.runs, 'profile')}   {column(side.runs, 'earpiece')}   "
+              f"{column(side.runs, 'exit')}")
+    checks = [c for side in sides for r in side.runs for c in r["checks"]]
+    spawn = []
+    for _ in range(10):
+        begin = time.perf_counter()
+        for cmd in (["pactl", "get-default-sink"], ["pactl", "-f", "json", "list", "cards"]):
+            subprocess.run(cmd, env=sides[0].env, stdout=subprocess.DEVNULL, check=True)
+        spawn.append(time.perf_counter() - begin)
+    print(f"  state check on each card/sink/server line (libpulse, one round trip): p50 {ms(percentile(checks, 50))}, "
+          f"p99 {ms(percentile(checks, 99))}, {len(checks) / sum(len(side.runs) for side in sides):.1f} a run "
+          f"(pactl get-default-sink + pactl -f json list cards: {ms(statistics.median(spawn)).strip()})")
+    ok = True
+    for side in sides:
+        missed = [r for r in side.runs if r["earpiece"] is None]
+        if missed:
+            left = [r["left"] for r in missed]
+            counts = ", ".join(f"{left.count(s)}x {s}" for s in sorted(set(left)))
+            passed = [r["passed"] for r in missed if r["passed"] is not None]
+            kept = len(side.runs) - len(missed)
+            print(f"  FAILED: {side.who} left the earpiece active in a call profile in {kept or 'none'} of "
+                  f"{len(side.runs)} rounds" + (" (the times above are theirs); in the others it" if kept else "; it")
+                  + f" left {counts}"
+                  + (f"; the earpiece was active for a moment in {len(passed)} of those, from p50 "
+                     f"{ms(percentile(passed, 50)).strip()}" if passed else ""))
+            FAILURES.append(f"call start on {kind}: {side.who} did not leave the earpiece active in a call profile "
+                            f"({len(missed)} of {len(side.runs)} rounds)")
+            ok = False
+    if all(r["profile"] is not None for side in sides for r in side.runs):
+        ours, theirs = (statistics.median(r["profile"] for r in side.runs) for side in sides)
+        print(f"  ratio of medians to the call profile {ours / theirs:.2f}x (for information: the budget is to the earpiece)")
+    if not ok:
+        print(f"  ratio of medians to the earpiece: none, not both kept it (budget {limit:.2f}x): NOT MEASURED")
+        return False
+    ours, theirs = (statistics.median(r["earpiece"] for r in side.runs) for side in sides)
+    print(f"  ratio of medians to the earpiece {ours / theirs:.2f}x (budget {limit:.2f}x): {verdict(ours / theirs <= limit)}")
+    return ours / theirs <= limit
+
+
 def ms(v):
     return f"{v * 1000:6.2f} ms"
 
@@ -348,27 +786,45 @@ def verdict(ok):
 def main():
     rows = budgets()
     servers = os.environ.get("BENCH_SERVERS", "pulseaudio pipewire").split()
+    only = set(ARGS.only)
     results = []
     for kind in servers:
-        with tempfile.TemporaryDirectory(prefix=f"routectl-bench-{kind}.") as directory:
-            env = start_server(kind, directory, cards="laptop", bluetooth=True)
-            try:
-                print(f"== {kind}: {ROUNDS} alternating rounds on a private server with a simulated laptop ({directory})")
-                results += [
-                    compare("query route vs pactl get-default-sink",
-                            [ROUTECTL, "query", "route"], ["pactl", "get-default-sink"],
-                            budget(rows, "`routectl query`"), env),
-                    compare("--json query vs pactl -f json list sinks",
-                            [ROUTECTL, "--json", "query"], ["pactl", "-f", "json", "list", "sinks"],
-                            budget(rows, "`routectl --json query`"), env),
-                    jack_bench(env, directory, budget(rows, "jack plug")),
-                    bluetooth_bench(env, directory, budget(rows, "Bluetooth connect")),
-                    watch_bench(kind, env, directory, budget(rows, "`watch` event")),
-                ]
-            finally:
-                subprocess.call([SERVER, "stop", directory])
-        results.append(set_bench(kind, budget(rows, "`set` with 500 outputs")))
+        if only & {"query", "json-query", "jack", "bluetooth", "watch"}:
+            results += shared_server_benches(kind, rows, only)
+        if "set" in only:
+            results.append(set_bench(kind, budget(rows, "`set` with 500 outputs")))
+        if "call" in only:
+            results.append(call_bench(kind, budget(rows, "`call start`")))
     print("all budgets met" if all(results) else "some budgets missed (see above)")
+    if FAILURES:
+        print("make bench: FAILED, these could not be measured:\n  " + "\n  ".join(FAILURES))
+        sys.exit(1)
+
+
+def shared_server_benches(kind, rows, only):
+    """The benches that share one server with a simulated laptop and Bluetooth."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix=f"routectl-bench-{kind}.") as directory:
+        env = start_server(kind, directory, cards="laptop", bluetooth=True)
+        try:
+            print(f"== {kind}: {ROUNDS} alternating rounds on a private server with a simulated laptop ({directory})")
+            if "query" in only:
+                results.append(compare("query route vs pactl get-default-sink",
+                                       [ROUTECTL, "query", "route"], ["pactl", "get-default-sink"],
+                                       budget(rows, "`routectl query`"), env))
+            if "json-query" in only:
+                results.append(compare("--json query vs pactl -f json list sinks",
+                                       [ROUTECTL, "--json", "query"], ["pactl", "-f", "json", "list", "sinks"],
+                                       budget(rows, "`routectl --json query`"), env))
+            if "jack" in only:
+                results.append(jack_bench(env, directory, budget(rows, "jack plug")))
+            if "bluetooth" in only:
+                results.append(bluetooth_bench(env, directory, budget(rows, "Bluetooth connect")))
+            if "watch" in only:
+                results.append(watch_bench(kind, env, directory, budget(rows, "`watch` event")))
+        finally:
+            subprocess.call([SERVER, "stop", directory])
+    return results
 
 
 if __name__ == "__main__":
