@@ -36,6 +36,7 @@ for server in "${servers[@]}"; do
 			pactl set-card-profile alsa_card.sim-phone "Voice Call"
 			until_true profile_is "Voice Call"
 			until_true sh -c 'pactl list sinks short | grep -q Voice_Call'
+			until_true active_port_is "\[Out\] Earpiece"
 			dump "$server" phone-voicecall ;;
 		phone17)
 			pactl set-card-profile alsa_card.sim-phone17 "Voice Call (Earpiece, Mic)"

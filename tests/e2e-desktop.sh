@@ -122,6 +122,9 @@ settle
 expect_eq "HDMI taken within 1 s of waking: the speaker again (server)" "$laptop analog-output-speaker" "$(server_route)"
 expect_eq "why after the restore: rule restored" restored "$(rc --json why | json_get rule)"
 expect_eq "why after the restore: the watcher's last decision" restored "$(rc --json why | json_get decision.reason)"
+rc dump >"$dir/restored.json"
+expect_eq "why --snapshot: the dump holds the decision" restored "$(rc --snapshot "$dir/restored.json" --json why | json_get rule)"
+expect_match "why --snapshot: and the other policies" "watch --apply is running" "$(rc --snapshot "$dir/restored.json" why)"
 expect_step "HDMI taken within 1 s: reported, then restored" \
 	"$hdmi_line" \
 	"route unknown (was speaker) reason=new-device-available output=$hdmi_id" \

@@ -12,6 +12,9 @@ public struct Snapshot: Equatable, Sendable {
     /// routectl's own state, as `routectl dump` records it (DESIGN.md §4): with it, `--snapshot`
     /// answers from the file alone. Nil in a plain pactl capture.
     public var routectl: Preferences?
+    /// With `routectl`: what `watch --apply` last did, and the other policies `why` reported.
+    public var decision: DecisionRecord?
+    public var policies: [String] = []
 
     public init(server: ServerInfo, sinks: [Sink] = [], sources: [Source] = [], cards: [Card] = [],
                 sinkInputs: [SinkInput] = [], sourceOutputs: [SourceOutput] = []) {

@@ -56,6 +56,16 @@ extension Snapshot {
             }
             routectl = Preferences(defaultTarget: target, override: override, preferredInput: try state.optionalString("preferred_input"),
                                    callTarget: call, priority: priority)
+            if let d = state.optional("decision") {
+                let word = try d.string("reason")
+                guard let reason = RouteChangeReason(rawValue: word) else { throw d.error("unknown reason '\(word)'") }
+                guard let at = d.value["at"]?.intValue else { throw d.error("missing member 'at'") }
+                decision = DecisionRecord(reason: reason, cause: try d.optionalString("cause"), output: try d.optionalString("output"), at: at)
+            }
+            for item in try state.list("policies") {
+                guard let line = item.value.stringValue else { throw item.error("expected a string") }
+                policies.append(line)
+            }
         }
     }
 
@@ -76,6 +86,11 @@ extension Snapshot {
                 ("call", .bool(p.inCall)),
                 ("call_target", p.callTarget.map { .string($0.rawValue) } ?? .null),
                 ("priority", .array(p.priority.map(JSON.string))),
+                ("decision", decision.map { d in
+                    .object([("reason", .string(d.reason.rawValue)), ("cause", d.cause.map(JSON.string) ?? .null),
+                             ("output", d.output.map(JSON.string) ?? .null), ("at", .int(d.at))])
+                } ?? .null),
+                ("policies", .array(policies.map(JSON.string))),
             ]))]
         } ?? []))
     }

@@ -100,7 +100,14 @@ enum RouteCtl {
             // A bug report is one file: the server's state and routectl's own (DESIGN.md §4).
             var snapshot = try ServerAccess.snapshot(options)
             // As stored: a dump changes nothing, not even an override a device change made stale.
-            if options.snapshot == nil { snapshot.routectl = try State.preferences(State.store(), current: nil, quiet: true) }
+            if options.snapshot == nil {
+                let store = State.store()
+                snapshot.routectl = try State.preferences(store, current: nil, quiet: true)
+                snapshot.decision = store.loadDecision()
+                if let connection = try? ServerAccess.connect(options) {
+                    snapshot.policies = WhyCommand.otherPolicies(connection, snapshot, store, options)
+                }
+            }
             return write(snapshot.json.text + "\n")
         }
     }

@@ -24,6 +24,8 @@ enum WhyCommand {
         if options.snapshot != nil {
             snapshot = try ServerAccess.snapshot(options)
             preferences = snapshot.routectl ?? Preferences()
+            decision = snapshot.decision
+            policies = snapshot.policies
         } else {
             let connection = try ServerAccess.connect(options)
             snapshot = try RouteCommands.onServer { try connection.snapshot(timeout: options.timeout) }

@@ -58,7 +58,11 @@ import Testing
 
     @Test func aRefusedCallStartLeavesNothingHalfApplied() throws {
         let server = try phoneServer()
-        server.refuse = { if case .setSinkPort = $0 { return true } else { return false } }
+        // The card switched to Voice Call, then the server refuses the microphone's step.
+        server.refuse = { if case .setDefaultSource = $0 { return true } else { return false } }
+        server.afterProfileSwitch = { s in
+            if s.cards.first?.activeProfile == "Voice Call" { s.server.defaultSourceName = s.sources.first { $0.isMonitor }?.name }
+        }
         let store = FakeStore()
         #expect(throws: EngineError.self) {
             _ = try CallMode(server: server, store: store, clocks: ManualClock().clocks).start(speaker: false, timeout: 1)
