@@ -109,13 +109,18 @@ public struct StateStore: Sendable {
     // MARK: Intent
 
     public func saveIntent(_ intent: RouteIntent) throws(StateError) {
-        guard let file = self.intent else { return }
+        try saveAdvisory(intent, in: self.intent)
+    }
+
+    /// Writes an advisory file (intent, decision, muted): one that cannot be read or is of a newer
+    /// routectl is replaced, since keeping it would silence every later record.
+    func saveAdvisory<Record: StateRecord>(_ record: Record, in file: StateFile<Record>?) throws(StateError) {
+        guard let file else { return }
         do {
-            try file.save(intent)
+            try file.save(record)
         } catch {
-            // Advisory: a corrupt one (or one of a newer routectl) would silence every later intent.
             try file.remove()
-            try file.save(intent)
+            try file.save(record)
         }
     }
 
@@ -152,11 +157,7 @@ public struct StateStore: Sendable {
     public func loadDecision() -> DecisionRecord? { (try? decision?.load()) ?? nil }
 
     public func saveDecision(_ record: DecisionRecord) throws(StateError) {
-        guard let file = decision else { return }
-        do { try file.save(record) } catch {
-            try file.remove()
-            try file.save(record)
-        }
+        try saveAdvisory(record, in: decision)
     }
 
     // MARK: Muted by routectl
@@ -169,10 +170,7 @@ public struct StateStore: Sendable {
     public func saveMuted(_ sink: String?) throws(StateError) {
         guard let file = runtimeFile("muted.json", of: MutedSink.self) else { return }
         guard let sink else { return try file.remove() }
-        do { try file.save(MutedSink(sink: sink)) } catch {
-            try file.remove()
-            try file.save(MutedSink(sink: sink))
-        }
+        try saveAdvisory(MutedSink(sink: sink), in: file)
     }
 
     /// The last intent, if any. Advisory: an unreadable one is no intent (it only names a reason).
