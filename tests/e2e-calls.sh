@@ -77,14 +77,25 @@ phone_tour() {
 	settle
 	mark
 	jack "$kind" headphone out
-	settle
-	expect_eq "$kind jack out with the speaker on: the speaker stays (server)" "[Out] Speaker" "$(port_now)"
+	wait_line "$apply" 1 "^device-removed headset" || true
+	expect_eq "$kind jack out with the speaker on: the speaker stays for the hold-down (server)" "[Out] Speaker" "$(port_now)"
 	expect_eq "$kind jack out with the speaker on: query says speaker" speaker "$(rc query route)"
+	expect_eq "$kind jack out with the speaker on: the override stands for the hold-down" speaker "$(rc query override)"
 	expect_eq "$kind jack out with the speaker on: still Voice Call (server)" "Voice Call" "$(verb_of "$card")"
-	expect_step "$kind jack out with the speaker on: no route event" \
-		"device-removed headset $card:[Out] Headphones \"Headphones (Sim Phone)\""
+	echo "-- $kind: the hold-down passes: the override goes with the headset that would win, the call's receiver"
+	wait_line "$apply" 1 "^override-cleared speaker" || true
+	wait_line "$apply" 1 "^route receiver \(was speaker\) reason=old-device-unavailable" || true
+	settle
+	expect_eq "$kind hold-down passed: the earpiece (server)" "[Out] Earpiece" "$(port_now)"
+	expect_eq "$kind hold-down passed: Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+	expect_step "$kind hold-down passed: the device, then one route event to the receiver" \
+		"device-removed headset $card:[Out] Headphones \"Headphones (Sim Phone)\"" \
+		"route receiver (was speaker) reason=old-device-unavailable output=$card:[Out] Earpiece"
+	expect_cleared "$kind hold-down passed: the override went" "override-cleared speaker: '$card:[Out] Headphones' was disconnected"
 
 	echo "-- $kind: clear during the call returns to the call's target, the receiver"
+	rc set speaker --force >/dev/null
+	settle
 	mark
 	run_rc rc clear
 	expect_eq "$kind clear in a call: exit 0" 0 "$rc"

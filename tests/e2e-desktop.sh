@@ -192,6 +192,7 @@ watch=$dir/watch-hd.txt apply=$dir/apply-hd.txt
 wait_line "$watch" 1 "^route .* reason=initial"
 wait_line "$apply" 1 "^route .* reason=initial"
 rc set bluetooth >/dev/null
+settle
 mark
 disconnect "$a_addr"
 wait_line "$apply" 1 "^route speaker" || true

@@ -30,6 +30,8 @@ public struct Watch {
     /// Outputs that appeared in the last second, by id, with the monotonic time they did: a switch to
     /// one within that window is the server's reaction to its arrival (DESIGN.md's 1 s window).
     var recentlyAdded: [String: Double] = [:]
+    /// Outputs that went in the last second: a route change moments after is the server's reaction.
+    var recentlyRemoved: [String: Double] = [:]
     /// Whether the last `call` event (or the start) found a call in progress.
     var callActive = false
     /// With --apply: seconds a departed device has to come back before its override clear happens
@@ -130,6 +132,8 @@ public struct Watch {
         let clock = clocks.monotonic()
         recentlyAdded = recentlyAdded.filter { clock - $0.value < 1 }
         for output in change.added { recentlyAdded[output.id] = clock }
+        recentlyRemoved = recentlyRemoved.filter { clock - $0.value < Policy.noStealWindow }
+        for output in change.removed { recentlyRemoved[output.id] = clock }
         let events = Events.diff(change, own: externalSet(change), recentlyAdded: Set(recentlyAdded.keys))
         if let held = hold, let reached = held.reached, let target = held.target,
            change.removed.contains(where: { $0.id == target }) {
@@ -160,7 +164,8 @@ public struct Watch {
         let flickers = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
             .filter { $0.1.override != nil && $0.1.override == standing }
         var decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
-                                     recentlyAdded: Set(recentlyAdded.keys), holdDown: holdDown > 0)
+                                     recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change),
+                                     holdDown: holdDown > 0)
         if !flickers.isEmpty {
             decision.clearOverride = nil
             let status = Status(snapshot: next)
@@ -269,6 +274,12 @@ public struct Watch {
         return reportRoute(result.status, reason: .oldDeviceUnavailable)
     }
 
+    /// The outputs gone in the last second, except those this very change removed (the policy
+    /// answers those as departures).
+    func departedNow(_ change: Change) -> Set<String> {
+        Set(recentlyRemoved.keys).subtracting(change.removed.map(\.id))
+    }
+
     /// What set a decision off, in words for `why`.
     static func cause(of change: Change) -> String? {
         if let added = change.added.first { return "'\(added.id)' appeared" }
@@ -290,9 +301,9 @@ public struct Watch {
         }
         let preferences = (try? preferences()) ?? Preferences()
         let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: false,
-                                     recentlyAdded: Set(recentlyAdded.keys))
-        if let request = decision.request, store.policyRunning, decision.reason != .restored,
-           decision.reason != .categoryChange || hold?.intent == nil {
+                                     recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change))
+        // routectl's own announced move (an intent being held) explains the change better than a prediction.
+        if let request = decision.request, store.policyRunning, decision.reason != .restored, hold?.intent == nil {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
             held.inCall = preferences.inCall
@@ -314,7 +325,9 @@ public struct Watch {
             _ = reportRoute(Status(snapshot: next), reason: held.reason)
             return
         }
-        guard intent.at != adoptedIntent, !intent.done else { return }
+        // The policy putting back a route the server took (restored) holds nothing: both the steal
+        // and the restore are reported, as watch --apply reports them.
+        guard intent.at != adoptedIntent, !intent.done, intent.reason != .restored else { return }
         let age = Double(clocks.wallMilliseconds() - intent.at) / 1000
         guard age >= 0, age < RouteHold.limit else { return }
         adoptedIntent = intent.at
@@ -365,7 +378,11 @@ public struct Watch {
     /// was moving to, moments ago, carries that command's reason.
     func externalSet(_ change: Change) -> (outputID: String, reason: RouteChangeReason)? {
         guard change.routeChanged, let output = change.current.output, let intent = store.loadIntent(),
-              intent.output == output.id, clocks.wallMilliseconds() - intent.at <= 5000 else { return nil }
+              intent.output == output.id else { return nil }
+        // A move in progress explains what it reaches; a finished one only the notifications right
+        // after it, not a later arrival at the same output (a headset reconnecting).
+        let age = clocks.wallMilliseconds() - intent.at
+        guard age <= (intent.done ? 1000 : 5000) else { return nil }
         return (output.id, intent.reason)
     }
 

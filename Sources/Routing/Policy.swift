@@ -109,11 +109,12 @@ public enum Policy {
         output.route == .unknown && output.isHardware && !priority.contains { $0 == output.id || $0 == output.sink }
     }
 
-    /// `recentlyAdded`: the outputs that appeared within `noStealWindow` before this change.
-    /// `holdDown`: a departure's override clear waits (`deferredClear`), and meanwhile the route falls
-    /// back with the override still standing.
+    /// `recentlyAdded`, `recentlyRemoved`: the outputs that appeared or went within `noStealWindow`
+    /// before this change. `holdDown`: a departure's override clear waits (`deferredClear`), and
+    /// meanwhile the route falls back with the override still standing.
     public static func decide(_ change: Change, state: inout PolicyState, preferences: Preferences,
-                              muteOnFallback: Bool, recentlyAdded: Set<String> = [], holdDown: Bool = false) -> Decision {
+                              muteOnFallback: Bool, recentlyAdded: Set<String> = [], recentlyRemoved: Set<String> = [],
+                              holdDown: Bool = false) -> Decision {
         var decision = Decision()
         let added = change.added.filter(\.route.isExternal)
         let removed = change.removed.filter(\.route.isExternal)
@@ -140,13 +141,15 @@ public enum Policy {
                 clears = false
             }
             if clears { decision.clearOverride = "'\(gone.id)' was disconnected" }
-            if routeGone(change) != nil {
-                // Rule 3: fall back to the next one the rules rank, else to the effective target (the
-                // default, or the call's target in a call, when this very change clears the override).
+            // Rule 3: the device in use went, or the override went with the device that would win,
+            // or the server moved the route in reaction to the departure (WirePlumber picks the best
+            // port left): the route goes where the rules say, the next one they rank, else the
+            // effective target (the default, or the call's target in a call, once the override goes).
+            if routeGone(change) != nil || clears || change.routeChanged {
                 let request = choice(change.current, state, defaultTarget: clears ? preferences.baseTarget : preferences.effectiveTarget,
                                      priority: preferences.priority)
                 decision.request = request
-                decision.muteFallback = muteOnFallback && request.target.isBuiltIn
+                decision.muteFallback = muteOnFallback && request.target.isBuiltIn && routeGone(change)?.route.isExternal == true
                 decision.reason = .oldDeviceUnavailable
             }
         } else if let now = change.current.output, let old = change.previous.output, now.id != old.id,
@@ -155,6 +158,15 @@ public enum Policy {
             // The server made an unlisted HDMI output the default as it appeared: put the route back.
             decision.request = .output(back)
             decision.reason = .restored
+        } else if change.added.isEmpty, change.removed.isEmpty, change.profileChanged.isEmpty, change.routeChanged,
+                  let old = change.previous.output, let card = old.cardName,
+                  recentlyRemoved.contains(where: { $0.hasPrefix(card + ":") }),
+                  change.current.outputs.contains(where: { $0.id == old.id && $0.isAvailable }) {
+            // The server moved the route to another port of its card a moment after a jack of that
+            // card was pulled, the route's output still there (WirePlumber picks the best port left):
+            // its reaction to the departure, not a user's pick. The route goes where the rules say.
+            decision.request = choice(change.current, state, defaultTarget: preferences.effectiveTarget, priority: preferences.priority)
+            decision.reason = .oldDeviceUnavailable
         } else if let old = change.previous.output, let card = old.cardName, change.profileChanged.contains(card),
                   change.current.output?.cardName != card, let target = RouteTarget(route: old.route),
                   let same = change.current.outputs.first(where: { $0.id == old.id && $0.isAvailable }) {

@@ -241,3 +241,24 @@ struct PolicyRun {
                               recentlyAdded: ["tv"]).reason == .restored, "within the window it is the server's")
     }
 }
+
+@Suite struct DepartureReactionTests {
+    /// The headphones of a phone in a call were pulled with the speaker forced; WirePlumber then picks
+    /// the best port left (the earpiece): its reaction to the departure, so the rules put it back.
+    @Test func aPortPickedMomentsAfterAJackOfTheSameCardWasPulledIsTheServers() throws {
+        var onSpeaker = try fixture("sim/pipewire-phone-voicecall")
+        onSpeaker.sinks[0].activePort = "[Out] Speaker"
+        let onEarpiece = try fixture("sim/pipewire-phone-voicecall")
+        let change = Change(previous: onSpeaker, current: onEarpiece)
+        var state = PolicyState(status: change.previous)
+        let preferences = Preferences(override: .speaker, callTarget: .earpiece)
+        let pulled = ["alsa_card.sim-phone:[Out] Headphones"]
+        let decision = Policy.decide(change, state: &state, preferences: preferences, muteOnFallback: false, recentlyRemoved: Set(pulled))
+        #expect(decision.request == RouteRequest(target: .speaker, force: true))
+        #expect(decision.reason == .oldDeviceUnavailable)
+        #expect(Policy.decide(change, state: &state, preferences: preferences, muteOnFallback: false).request == nil,
+                "with no departure just before, it is another client's pick, respected")
+        #expect(Policy.decide(change, state: &state, preferences: preferences, muteOnFallback: false,
+                              recentlyRemoved: ["bluez_card.00_11_22_33_44_55"]).request == nil, "a departure elsewhere says nothing")
+    }
+}
