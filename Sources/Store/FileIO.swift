@@ -88,8 +88,10 @@ public enum FileIO {
 extension FileIO {
     /// Replaces `path` with `bytes` atomically: a temporary file in the same directory, fsync, rename,
     /// fsync of the directory. Readers see the old file or the new one, never a mix. A symlink at
-    /// `path` is replaced, never followed (rename does not follow it).
-    public static func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(FileError) {
+    /// `path` is replaced, never followed (rename does not follow it). `durable` false skips the two
+    /// fsyncs, for files that cannot outlive a reboot anyway (the runtime directory): the rename
+    /// alone keeps them atomic, and a crash of routectl loses nothing the page cache holds.
+    public static func writeAtomically(_ path: String, _ bytes: [UInt8], durable: Bool = true) throws(FileError) {
         let dir = directory(of: path)
         var template = Array("\(dir)/.\(basename(of: path)).XXXXXX".utf8CString)
         // mkstemp creates the file 0600 with O_EXCL: nothing of another's is opened.
@@ -112,9 +114,10 @@ extension FileIO {
             if n < 0 { throw FileError(path: path, errno: errno) }
             offset += n
         }
-        guard Syscall.retrying({ fsync(fd) }) == 0 else { throw FileError(path: path, errno: errno) }
+        guard !durable || Syscall.retrying({ fsync(fd) }) == 0 else { throw FileError(path: path, errno: errno) }
         guard rename(temp, path) == 0 else { throw FileError(path: path, errno: errno) }
         ok = true
+        guard durable else { return }
         let dfd = Syscall.retrying { open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         if dfd >= 0 {
             _ = Syscall.retrying { fsync(dfd) }
