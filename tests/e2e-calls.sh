@@ -218,6 +218,41 @@ expect_eq "call end --speaker: exit 2" 2 "$rc"
 run_rc rc input mute maybe
 expect_eq "input mute maybe: exit 2" 2 "$rc"
 
+echo "-- phone with a Bluetooth headset: the call in HFP, the receiver in Voice Call when it goes, A2DP and HiFi after"
+cards_server phone
+card=alsa_card.sim-phone
+wait_for "phone: the speaker" port_is "[Out] Speaker" || true
+start_watchers
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 1 "^route bluetooth" || true
+settle
+run_rc rc call start
+expect_eq "phone+headset call start: exit 0" 0 "$rc"
+expect_match "phone+headset call start: the headset in HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+expect_eq "phone+headset call start: the phone card left in HiFi (server)" HiFi "$(profile_of "$card")"
+expect_eq "phone+headset call start: route bluetooth" bluetooth "$(rc query route)"
+settle
+mark
+disconnect "$a_addr"
+wait_line "$apply" 1 "^route receiver" || true
+settle
+expect_eq "phone headset lost in the call: the earpiece (server)" "[Out] Earpiece" "$(port_now)"
+expect_eq "phone headset lost in the call: Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+expect_step "phone headset lost in the call: one route event to the receiver" \
+	"device-removed bluetooth $a_card \"$a_name\"" \
+	"route receiver (was bluetooth) reason=old-device-unavailable output=$card:[Out] Earpiece"
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 2 "^route bluetooth" || true
+settle
+expect_match "phone headset back in the call: HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+rc call end >/dev/null
+wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
+expect_match "phone+headset call end: A2DP again (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+expect_eq "phone+headset call end: HiFi (server)" HiFi "$(profile_of "$card")"
+expect_eq "phone+headset call end: route bluetooth" bluetooth "$(rc query route)"
+stop_watchers
+disconnect "$a_addr"
+
 echo "-- laptop (no call profile) with a Bluetooth headset: HFP for the call only"
 cards_server laptop
 laptop_card=alsa_card.sim-laptop

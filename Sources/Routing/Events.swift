@@ -82,8 +82,10 @@ public struct Change: Sendable {
     /// be empty. A built-in output hidden by a plugged jack is still there (no device-removed). A card
     /// switched `off` has none: a Bluetooth headset disconnecting (PulseAudio turns its card off
     /// before removing it) or a card a user turned off is going, not flipping profile.
+    /// PulseAudio's module-always-sink placeholder ("Dummy Output") appears for the moments a card
+    /// has no sink (during a profile switch) and stands for no output at all: it is no device.
     static func present(_ status: Status) -> Set<String> {
-        Set(status.outputs.filter { $0.isAvailable && $0.cardProfile != "off" }.map(\.id))
+        Set(status.outputs.filter { $0.isAvailable && $0.cardProfile != "off" && $0.sink != "auto_null" }.map(\.id))
     }
 
     /// One output per id (a Bluetooth card with two sinks is one device).
