@@ -31,9 +31,11 @@ public struct RouteApplier {
     /// Plans `request` and carries it out, switching a card profile first when the target exists only
     /// under another one; returns the route read back. `reason` is what watchers report for the move.
     /// `lightReadBack` reads back only the server information and the planned sink over the snapshot
-    /// acted on (what settles a plan), for `set` among hundreds of outputs.
+    /// acted on (what settles a plan), for `set` among hundreds of outputs. `claimDefault` names the
+    /// output's sink as the default even when the server already made it so (`PlanContext`).
     public func route(_ request: RouteRequest, preferredInput: String?, timeout: Double, from initial: Snapshot? = nil,
-                      reason: RouteChangeReason = .override, lightReadBack: Bool = false) throws(EngineError) -> Result {
+                      reason: RouteChangeReason = .override, lightReadBack: Bool = false,
+                      claimDefault: Bool = false) throws(EngineError) -> Result {
         var snapshot: Snapshot
         do { snapshot = try initial ?? server.snapshot(timeout: timeout) } catch { throw .server(error) }
         // Watchers hold their route events while the intent is in progress: say when it is over.
@@ -47,7 +49,7 @@ public struct RouteApplier {
         // Every step is judged against the route before the command (rule 7), and only the streams of
         // the default sink before it follow (rule 5).
         let context = PlanContext(preferredInput: preferredInput, before: Status(snapshot: snapshot).output,
-                                  previousDefaultSink: snapshot.server.defaultSinkName)
+                                  previousDefaultSink: snapshot.server.defaultSinkName, claimDefault: claimDefault)
         for _ in 0..<4 {
             let plan: Plan
             do { plan = try Planner.plan(snapshot, request, context) } catch { throw .planning(error) }

@@ -145,8 +145,11 @@ public struct Watch {
         if let request = decision.request {
             let result: RouteApplier.Result
             do {
+                // The policy's choice becomes the server's own default, also when the server already
+                // fell back to it: WirePlumber returns to the default it remembers as soon as that is
+                // usable again (a phone's sink once its speaker port replaces the pulled headphones).
                 result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                           reason: decision.reason ?? .override)
+                                           reason: decision.reason ?? .override, claimDefault: true)
             } catch {
                 // The change happened even if routectl's answer to it failed: report the route as it is.
                 _ = reportRoute(Status(snapshot: next), reason: Events.reason(change, own: nil, recentlyAdded: Set(recentlyAdded.keys)))
@@ -296,7 +299,8 @@ public struct Watch {
                 let preferences = try self.preferences()
                 do {
                     let request = Policy.choice(Status(snapshot: fresh), policy, defaultTarget: preferences.effectiveTarget)
-                    snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout).snapshot
+                    snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
+                                                 claimDefault: true).snapshot
                     if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
                        snapshot.server.defaultSourceName != input {
                         snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) {

@@ -212,6 +212,27 @@ import Testing
     }
 }
 
+@Suite struct ServerFallbackTests {
+    /// WirePlumber on a pulled headphone jack with an idle headset connected (phone17, issue 15): one
+    /// burst marks the headphones unavailable and makes the headset's sink the default, its stand-in
+    /// while the default it remembers (the phone's sink, set by an earlier `set speaker`) is unusable;
+    /// moments later it selects the speaker port and goes back to the phone's sink. The policy wants the
+    /// headset (rule 3) and must name it, though it is the default already, or WirePlumber undoes it.
+    @Test func theFallbackTheServerAlreadyPickedIsClaimed() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", bluez = "bluez_output.00_11_22_33_44_55.1"
+        var plugged = try fixture("sim/pipewire-bluetooth-a2dp").jack(laptop, "analog-output-headphones", .available)
+        plugged.server.defaultSinkName = laptop
+        if let i = plugged.sinks.firstIndex(where: { $0.name == laptop }) { plugged.sinks[i].activePort = "analog-output-headphones" }
+        var pulled = plugged.jack(laptop, "analog-output-headphones", .unavailable)
+        pulled.server.defaultSinkName = bluez
+        let server = FakeServer(plugged)
+        server.script = [.change(pulled)]
+        let events = try WatchTests().run(server, FakeStore(), apply: true)
+        #expect(server.applied == [[.setDefaultSink(bluez)]])
+        #expect(WatchTests().routes(events) == ["headset initial", "bluetooth (was headset) old-device-unavailable"])
+    }
+}
+
 @Suite struct ProfileFlipTests {
     /// Another client switches the headset to HFP; its A2DP sink vanishes and the server parks the
     /// default on the laptop meanwhile: one category-change, and the same headset keeps the sound.
