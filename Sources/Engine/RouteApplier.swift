@@ -6,6 +6,10 @@ import Routing
 public struct RouteApplier {
     /// How long a change may take to show on the server before routectl reports what it sees instead.
     public static let settleSeconds = 3.0
+    /// How long an acknowledged change of the default sink may take to show before routectl asks a
+    /// fresh connection (`AudioServer.refreshStaleDefaults`): WirePlumber carries it out within
+    /// milliseconds, in 0.3–0.45 s among 500 sinks; a connection that missed it would wait for ever.
+    public static let staleAfter = 0.5
 
     public let server: any AudioServer
     public let store: (any PreferenceStore)?
@@ -71,8 +75,16 @@ public struct RouteApplier {
             do {
                 let readBack: ReadBack = lightReadBack && !plan.needsReplan && plan.output?.sink != nil
                     ? .sinks([plan.output!.sink!], over: snapshot) : .snapshot(.all)
-                snapshot = try server.apply(plan.actions, timeout: max(timeout, Self.settleSeconds), readBack: readBack) {
-                    Self.settled($0, plan)
+                let limit = max(timeout, Self.settleSeconds)
+                let namesDefault = plan.actions.contains { if case .setDefaultSink = $0 { return true } else { return false } }
+                snapshot = try server.apply(plan.actions, timeout: limit, readBack: readBack) { namesDefault || Self.settled($0, plan) }
+                if namesDefault, !Self.settled(snapshot, plan) {
+                    // A new default waits a moment for the server, then for a fresh connection's view of it.
+                    snapshot = try server.apply([], timeout: Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
+                    if !Self.settled(snapshot, plan) {
+                        _ = try server.refreshStaleDefaults(timeout: timeout)
+                        snapshot = try server.apply([], timeout: limit - Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
+                    }
                 }
                 if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
                 if snapshot.server.isPipeWire {

@@ -61,6 +61,7 @@ public struct Watch {
                     // Done and quiet, or out of time: report where the route is now.
                     adoptIntent(snapshot)
                     guard let held = hold, held.wakeAt <= clocks.monotonic() else { continue }
+                    if missedTheMove(snapshot) { continue }
                     hold = nil
                     guard reportRoute(Status(snapshot: snapshot), reason: held.reason) else { break }
                     continue
@@ -211,6 +212,7 @@ public struct Watch {
         guard let intent = store.loadIntent() else { return }
         if let held = hold, held.intent == intent.at, intent.done {
             // The command is over: its route event now, from where it began to where it ended.
+            if missedTheMove(next) { return }
             hold = nil
             _ = reportRoute(Status(snapshot: next), reason: held.reason)
             return
@@ -225,6 +227,17 @@ public struct Watch {
         held.note(arrived: arrived, at: clocks.monotonic())
         if arrived { held.reached = Status(snapshot: next) }
         hold = held
+    }
+
+    /// A held move is over but this connection does not show it where it was going: before saying so,
+    /// one fresh connection is asked, since this one may have missed the server's change of the
+    /// default (`AudioServer.refreshStaleDefaults`). True when it had: the hold waits for the refetch
+    /// that follows, which shows the move.
+    mutating func missedTheMove(_ current: Snapshot) -> Bool {
+        guard var held = hold, !held.askedFresh, !held.isDone(current) else { return false }
+        held.askedFresh = true
+        hold = held
+        return (try? server.refreshStaleDefaults(timeout: timeout)) ?? false
     }
 
     /// Reports the route now, unless a move is held (its event comes when it is done).
@@ -355,6 +368,8 @@ struct RouteHold {
     var preferredInput: String?
     var deadline: Double
     var quietUntil: Double?
+    /// A fresh connection was asked whether this one missed the move (once per hold).
+    var askedFresh = false
 
     init(target: String? = nil, request: RouteRequest? = nil, reason: RouteChangeReason, preferredInput: String? = nil,
          deadline: Double) {

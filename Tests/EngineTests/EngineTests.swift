@@ -45,6 +45,21 @@ import Testing
         try RouteApplier.verify(result)
     }
 
+    /// WirePlumber made the headset's sink the default while another client was connecting, and this
+    /// connection never heard of it (issue 15); naming it again changes nothing it would hear either.
+    /// The read-back asks a fresh connection instead of waiting for a change that will not come.
+    @Test func aDefaultChangeThisConnectionMissedIsReadThroughAFreshOne() throws {
+        let server = FakeServer(try fixture("sim/pipewire-bluetooth-a2dp"))
+        server.missed = .init(shown: laptop)
+        #expect(Status(snapshot: try server.snapshot(timeout: 1)).route == .speaker)
+        let result = try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+            .route(RouteRequest(target: .bluetooth, device: "bluez_card.00_11_22_33_44_55"), preferredInput: nil, timeout: 1)
+        #expect(server.applied.first?.first == .setDefaultSink("bluez_output.00_11_22_33_44_55.1"))
+        #expect(server.refreshes == 1)
+        #expect(result.status.output?.id == "bluez_card.00_11_22_33_44_55")
+        try RouteApplier.verify(result)
+    }
+
     @Test func theStreamsOfThePreviousDefaultFollowTheRoute() throws {
         var s = try fixture("sim/pulseaudio-laptop-headphones")
         s.sinkInputs = [SinkInput(index: 7, sink: s.sinks[0].index)]
@@ -177,6 +192,26 @@ import Testing
             guard let e = error as? EngineError, case .state = e else { return false }
             return true
         }
+    }
+
+    /// Plain `watch` beside a `set bluetooth` (another process): the set's intent holds the route
+    /// event; WirePlumber's default change is one this connection misses (issue 15), so when the set
+    /// says it is done the route has not moved here. A fresh connection shows that it has.
+    @Test func aSetWhoseDefaultChangeThisConnectionMissedIsStillReported() throws {
+        let a2dp = try fixture("sim/pipewire-bluetooth-a2dp")
+        var before = a2dp
+        before.server.defaultSinkName = laptop
+        let clock = ManualClock()
+        let store = FakeStore()
+        let at = clock.clocks.wallMilliseconds()
+        store.intents = [RouteIntent(output: "bluez_card.00_11_22_33_44_55", reason: .override, at: at)]
+        let server = FakeServer(before)
+        server.script = [.change(before), .change(a2dp, defaultSeen: false),
+                         .run { store.intents.append(RouteIntent(output: "bluez_card.00_11_22_33_44_55", reason: .override, at: at, done: true)) },
+                         .change(a2dp)]
+        let events = try run(server, store, apply: false, clock: clock)
+        #expect(server.refreshes == 1)
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override"])
     }
 
     @Test func anotherClientsPickIsReportedAndRespected() throws {
