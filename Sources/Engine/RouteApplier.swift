@@ -6,6 +6,10 @@ import Routing
 public struct RouteApplier {
     /// How long a change may take to show on the server before routectl reports what it sees instead.
     public static let settleSeconds = 3.0
+    /// How long an acknowledged change of the default sink may take to show before routectl asks a
+    /// fresh connection (`AudioServer.refreshStaleDefaults`): WirePlumber carries it out within
+    /// milliseconds, in 0.3–0.45 s among 500 sinks; a connection that missed it would wait for ever.
+    public static let staleAfter = 0.5
 
     public let server: any AudioServer
     public let store: (any PreferenceStore)?
@@ -32,9 +36,11 @@ public struct RouteApplier {
     /// under another one; returns the route read back. `reason` is what watchers report for the move.
     /// `lightReadBack` reads back only the server information and the planned sink over the snapshot
     /// acted on (what settles a plan), for `set` among hundreds of outputs. `inCall` plans in call mode
-    /// (rule 8: call profiles, Bluetooth in HFP, the microphone following the output).
+    /// (rule 8: call profiles, Bluetooth in HFP, the microphone following the output). `claimDefault`
+    /// names the output's sink as the default even when the server already made it so (`PlanContext`).
     public func route(_ request: RouteRequest, preferredInput: String?, timeout: Double, from initial: Snapshot? = nil,
-                      reason: RouteChangeReason = .override, lightReadBack: Bool = false, inCall: Bool = false) throws(EngineError) -> Result {
+                      reason: RouteChangeReason = .override, lightReadBack: Bool = false, inCall: Bool = false,
+                      claimDefault: Bool = false) throws(EngineError) -> Result {
         var snapshot: Snapshot
         do { snapshot = try initial ?? server.snapshot(timeout: timeout) } catch { throw .server(error) }
         // Watchers hold their route events while the intent is in progress: say when it is over.
@@ -48,7 +54,7 @@ public struct RouteApplier {
         // Every step is judged against the route before the command (rule 7), and only the streams of
         // the default sink before it follow (rule 5).
         let context = PlanContext(preferredInput: preferredInput, inCall: inCall, before: Status(snapshot: snapshot).output,
-                                  previousDefaultSink: snapshot.server.defaultSinkName)
+                                  previousDefaultSink: snapshot.server.defaultSinkName, claimDefault: claimDefault)
         for _ in 0..<4 {
             let plan: Plan
             do { plan = try Planner.plan(snapshot, request, context) } catch { throw .planning(error) }
@@ -70,8 +76,16 @@ public struct RouteApplier {
             do {
                 let readBack: ReadBack = lightReadBack && !plan.needsReplan && plan.output?.sink != nil
                     ? .sinks([plan.output!.sink!], over: snapshot) : .snapshot(.all)
-                snapshot = try server.apply(plan.actions, timeout: max(timeout, Self.settleSeconds), readBack: readBack) {
-                    Self.settled($0, plan)
+                let limit = max(timeout, Self.settleSeconds)
+                let namesDefault = plan.actions.contains { if case .setDefaultSink = $0 { return true } else { return false } }
+                snapshot = try server.apply(plan.actions, timeout: limit, readBack: readBack) { namesDefault || Self.settled($0, plan) }
+                if namesDefault, !Self.settled(snapshot, plan) {
+                    // A new default waits a moment for the server, then for a fresh connection's view of it.
+                    snapshot = try server.apply([], timeout: Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
+                    if !Self.settled(snapshot, plan) {
+                        _ = try server.refreshStaleDefaults(timeout: timeout)
+                        snapshot = try server.apply([], timeout: limit - Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
+                    }
                 }
                 if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
                 if snapshot.server.isPipeWire {

@@ -96,6 +96,7 @@ public struct Watch {
                     // Done and quiet, or out of time: report where the route is now.
                     adoptIntent(snapshot)
                     guard let held = hold, held.wakeAt <= clocks.monotonic() else { continue }
+                    if missedTheMove(snapshot) { continue }
                     hold = nil
                     guard reportRoute(Status(snapshot: snapshot), reason: held.reason) else { break }
                     continue
@@ -208,8 +209,11 @@ public struct Watch {
         if let request = decision.request {
             let result: RouteApplier.Result
             do {
+                // The policy's choice becomes the server's own default, also when the server already
+                // fell back to it: WirePlumber returns to the default it remembers as soon as that is
+                // usable again (a phone's sink once its speaker port replaces the pulled headphones).
                 result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                           reason: decision.reason ?? .override, inCall: preferences.inCall)
+                                           reason: decision.reason ?? .override, inCall: preferences.inCall, claimDefault: true)
             } catch {
                 // The change happened even if routectl's answer to it failed: report the route as it is.
                 _ = reportRoute(Status(snapshot: next), reason: Events.reason(change, own: nil, recentlyAdded: Set(recentlyAdded.keys)))
@@ -267,7 +271,7 @@ public struct Watch {
         let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall))
         guard plan?.movesRoute == true else { return true }
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                       reason: .oldDeviceUnavailable, inCall: preferences.inCall)
+                                       reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true)
         snapshot = result.snapshot
         store.saveDecision(DecisionRecord(reason: .oldDeviceUnavailable, cause: passed.values.first?.clear.cause,
                                           output: result.status.output?.id, at: clocks.wallMilliseconds()))
@@ -321,6 +325,7 @@ public struct Watch {
         guard let intent = store.loadIntent() else { return }
         if let held = hold, held.intent == intent.at, intent.done {
             // The command is over: its route event now, from where it began to where it ended.
+            if missedTheMove(next) { return }
             hold = nil
             _ = reportRoute(Status(snapshot: next), reason: held.reason)
             return
@@ -337,6 +342,17 @@ public struct Watch {
         held.note(arrived: arrived, at: clocks.monotonic())
         if arrived { held.reached = Status(snapshot: next) }
         hold = held
+    }
+
+    /// A held move is over but this connection does not show it where it was going: before saying so,
+    /// one fresh connection is asked, since this one may have missed the server's change of the
+    /// default (`AudioServer.refreshStaleDefaults`). True when it had: the hold waits for the refetch
+    /// that follows, which shows the move.
+    mutating func missedTheMove(_ current: Snapshot) -> Bool {
+        guard var held = hold, !held.askedFresh, !held.isDone(current) else { return false }
+        held.askedFresh = true
+        hold = held
+        return (try? server.refreshStaleDefaults(timeout: timeout)) ?? false
     }
 
     /// Reports the route now, unless a move is held (its event comes when it is done).
@@ -425,7 +441,7 @@ public struct Watch {
                     let request = Policy.choice(Status(snapshot: fresh), policy, defaultTarget: preferences.effectiveTarget,
                                                 priority: preferences.priority)
                     snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                                 inCall: preferences.inCall).snapshot
+                                                 inCall: preferences.inCall, claimDefault: true).snapshot
                     if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
                        snapshot.server.defaultSourceName != input {
                         snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) {
@@ -485,6 +501,8 @@ struct RouteHold {
     var inCall = false
     var deadline: Double
     var quietUntil: Double?
+    /// A fresh connection was asked whether this one missed the move (once per hold).
+    var askedFresh = false
 
     init(target: String? = nil, request: RouteRequest? = nil, reason: RouteChangeReason, preferredInput: String? = nil,
          deadline: Double) {

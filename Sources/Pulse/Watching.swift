@@ -89,6 +89,26 @@ extension PulseConnection {
         return snapshot
     }
 
+    /// pipewire-pulse keeps one copy of PipeWire's default metadata per client, and PipeWire 0.3.65
+    /// forwards a change of that metadata only to the client whose binding of it is pending while one
+    /// is (module-metadata holds the others' events until the owner, WirePlumber, answers its ping):
+    /// every new pulse client opens such a window, and a default WirePlumber changes in it is never
+    /// seen by the clients already connected; their server information keeps the old default until
+    /// the next change. A fresh connection reads the truth. This one is replaced (subscribed again if
+    /// it was), and `changes` counts one so that the caller refetches what the gap may have hidden.
+    public func refreshStaleDefaults(timeout: Double) throws(PulseError) -> Bool {
+        let deadline = Deadline(seconds: timeout)
+        let before = try snapshot(until: deadline, parts: []).server
+        let wasSubscribed = subscribed
+        disconnect()
+        subscribed = false
+        try connectContext(until: deadline)
+        if wasSubscribed { try perform([], until: deadline, subscribing: true) }
+        let after = try snapshot(until: deadline, parts: []).server
+        changes += 1
+        return before.defaultSinkName != after.defaultSinkName || before.defaultSourceName != after.defaultSourceName
+    }
+
     /// Sleeps on the main loop (a signal still ends it early). False when a stop was requested.
     public func pause(seconds: Double) -> Bool {
         let deadline = Deadline(seconds: seconds)

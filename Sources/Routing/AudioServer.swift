@@ -17,6 +17,12 @@ public protocol AudioServer: AnyObject {
     func snapshotWhenQuiet(timeout: Double, quiet: Double, limit: Double) throws -> Snapshot
     /// A fresh connection after the old one died.
     func reconnect(timeout: Double) throws
+    /// A connection may show a default sink or source the server has since changed: pipewire-pulse
+    /// keeps each client's own copy of PipeWire's defaults, and PipeWire (0.3.65) does not pass a
+    /// change of them on to clients already there while another client is connecting. Reads the
+    /// server again through a fresh connection and goes on with that one; true when its defaults
+    /// differ from the old connection's. A change notification follows either way.
+    func refreshStaleDefaults(timeout: Double) throws -> Bool
     /// Sleeps on the server's main loop; false when a stop was requested.
     func pause(seconds: Double) -> Bool
     var isConnected: Bool { get }

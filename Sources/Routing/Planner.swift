@@ -93,12 +93,19 @@ public struct PlanContext: Equatable, Sendable {
     public var before: Output?
     /// The default sink before the command began: only its streams follow the route (rule 5).
     public var previousDefaultSink: String?
+    /// Name the output's sink as the default even when it already is. A server may have made it the
+    /// default only as a stand-in for the default it remembers (WirePlumber's configured default,
+    /// PulseAudio's configured default sink), and goes back to that one as soon as it is usable
+    /// again: the policy's choice must be the remembered one.
+    public var claimDefault: Bool
 
-    public init(preferredInput: String? = nil, inCall: Bool = false, before: Output? = nil, previousDefaultSink: String? = nil) {
+    public init(preferredInput: String? = nil, inCall: Bool = false, before: Output? = nil, previousDefaultSink: String? = nil,
+                claimDefault: Bool = false) {
         self.preferredInput = preferredInput
         self.inCall = inCall
         self.before = before
         self.previousDefaultSink = previousDefaultSink
+        self.claimDefault = claimDefault
     }
 }
 
@@ -228,7 +235,7 @@ public enum Planner {
         }
         var actions: [Action] = []
         if let port = output.port, sink.activePort != port { actions.append(.setSinkPort(sink: sink.name, port: port)) }
-        if snapshot.server.defaultSinkName != sink.name { actions.append(.setDefaultSink(sink.name)) }
+        if context.claimDefault || snapshot.server.defaultSinkName != sink.name { actions.append(.setDefaultSink(sink.name)) }
         // Rule 5: only the streams on the previous default sink follow; one the user placed elsewhere stays.
         let previous = snapshot.sinks.first { $0.name == (context.previousDefaultSink ?? snapshot.server.defaultSinkName) }
             ?? snapshot.defaultSink

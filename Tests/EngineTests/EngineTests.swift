@@ -45,6 +45,21 @@ import Testing
         try RouteApplier.verify(result)
     }
 
+    /// WirePlumber made the headset's sink the default while another client was connecting, and this
+    /// connection never heard of it (issue 15); naming it again changes nothing it would hear either.
+    /// The read-back asks a fresh connection instead of waiting for a change that will not come.
+    @Test func aDefaultChangeThisConnectionMissedIsReadThroughAFreshOne() throws {
+        let server = FakeServer(try fixture("sim/pipewire-bluetooth-a2dp"))
+        server.missed = .init(shown: laptop)
+        #expect(Status(snapshot: try server.snapshot(timeout: 1)).route == .speaker)
+        let result = try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+            .route(RouteRequest(target: .bluetooth, device: "bluez_card.00_11_22_33_44_55"), preferredInput: nil, timeout: 1)
+        #expect(server.applied.first?.first == .setDefaultSink("bluez_output.00_11_22_33_44_55.1"))
+        #expect(server.refreshes == 1)
+        #expect(result.status.output?.id == "bluez_card.00_11_22_33_44_55")
+        try RouteApplier.verify(result)
+    }
+
     @Test func theStreamsOfThePreviousDefaultFollowTheRoute() throws {
         var s = try fixture("sim/pulseaudio-laptop-headphones")
         s.sinkInputs = [SinkInput(index: 7, sink: s.sinks[0].index)]
@@ -179,6 +194,26 @@ import Testing
         }
     }
 
+    /// Plain `watch` beside a `set bluetooth` (another process): the set's intent holds the route
+    /// event; WirePlumber's default change is one this connection misses (issue 15), so when the set
+    /// says it is done the route has not moved here. A fresh connection shows that it has.
+    @Test func aSetWhoseDefaultChangeThisConnectionMissedIsStillReported() throws {
+        let a2dp = try fixture("sim/pipewire-bluetooth-a2dp")
+        var before = a2dp
+        before.server.defaultSinkName = laptop
+        let clock = ManualClock()
+        let store = FakeStore()
+        let at = clock.clocks.wallMilliseconds()
+        store.intents = [RouteIntent(output: "bluez_card.00_11_22_33_44_55", reason: .override, at: at)]
+        let server = FakeServer(before)
+        server.script = [.change(before), .change(a2dp, defaultSeen: false),
+                         .run { store.intents.append(RouteIntent(output: "bluez_card.00_11_22_33_44_55", reason: .override, at: at, done: true)) },
+                         .change(a2dp)]
+        let events = try run(server, store, apply: false, clock: clock)
+        #expect(server.refreshes == 1)
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override"])
+    }
+
     @Test func anotherClientsPickIsReportedAndRespected() throws {
         let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
         let all = try fixture("sim/pipewire-all")
@@ -209,6 +244,27 @@ import Testing
             #expect(WatchTests().routes(events) == ["unknown initial", "speaker (was unknown) old-device-unavailable"], "apply: \(apply)")
             #expect(server.applied.isEmpty)
         }
+    }
+}
+
+@Suite struct ServerFallbackTests {
+    /// WirePlumber on a pulled headphone jack with an idle headset connected (phone17, issue 15): one
+    /// burst marks the headphones unavailable and makes the headset's sink the default, its stand-in
+    /// while the default it remembers (the phone's sink, set by an earlier `set speaker`) is unusable;
+    /// moments later it selects the speaker port and goes back to the phone's sink. The policy wants the
+    /// headset (rule 3) and must name it, though it is the default already, or WirePlumber undoes it.
+    @Test func theFallbackTheServerAlreadyPickedIsClaimed() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", bluez = "bluez_output.00_11_22_33_44_55.1"
+        var plugged = try fixture("sim/pipewire-bluetooth-a2dp").jack(laptop, "analog-output-headphones", .available)
+        plugged.server.defaultSinkName = laptop
+        if let i = plugged.sinks.firstIndex(where: { $0.name == laptop }) { plugged.sinks[i].activePort = "analog-output-headphones" }
+        var pulled = plugged.jack(laptop, "analog-output-headphones", .unavailable)
+        pulled.server.defaultSinkName = bluez
+        let server = FakeServer(plugged)
+        server.script = [.change(pulled)]
+        let events = try WatchTests().run(server, FakeStore(), apply: true)
+        #expect(server.applied == [[.setDefaultSink(bluez)]])
+        #expect(WatchTests().routes(events) == ["headset initial", "bluetooth (was headset) old-device-unavailable"])
     }
 }
 

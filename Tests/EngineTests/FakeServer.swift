@@ -12,8 +12,11 @@ final class FakeServer: AudioServer {
     }
 
     enum Step {
-        /// The server's state changes (a plug, another client) and it notifies.
-        case change(Snapshot)
+        /// The server's state changes (a plug, another client) and it notifies. With `defaultSeen`
+        /// false this connection misses the change of the default sink (pipewire-pulse, issue 15).
+        case change(Snapshot, defaultSeen: Bool = true)
+        /// Something outside the server happens (another routectl's intent); no notification.
+        case run(() -> Void)
         /// The connection dies.
         case disconnect
         /// Nothing happens for this long (the watcher's timers run), on `clock`.
@@ -22,7 +25,17 @@ final class FakeServer: AudioServer {
     /// The clock `.pass` runs forward.
     var clock: ManualClock?
 
+    /// The default sink this connection shows while it has missed the server's change of it.
+    struct Missed {
+        var shown: String?
+    }
+
+    /// The server's true state; snapshots show it, but for a missed default.
     var current: Snapshot
+    var missed: Missed?
+    /// Fresh connections asked (`refreshStaleDefaults`), and whether one owes its refetch.
+    var refreshes = 0
+    var owed = false
     /// What a card profile switch turns the server into, by "card/profile".
     var profiles: [String: Snapshot] = [:]
     /// Applied right after a profile switch, as the server's own reaction (a transient default).
@@ -42,7 +55,9 @@ final class FakeServer: AudioServer {
 
     func snapshot(timeout: Double, parts: SnapshotParts) throws -> Snapshot {
         guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
-        return current
+        var shown = current
+        if let missed { shown.server.defaultSinkName = missed.shown }
+        return shown
     }
 
     func subscribe(timeout: Double) throws {}
@@ -58,12 +73,16 @@ final class FakeServer: AudioServer {
             if refuse(action) { throw Failure(description: "Failed: \(action): Access denied", isUnreachable: false) }
             carryOut(action)
         }
-        return current
+        return try snapshot(timeout: timeout)
     }
 
     func carryOut(_ action: Action) {
         switch action {
-        case let .setDefaultSink(name): current.server.defaultSinkName = name
+        case let .setDefaultSink(name):
+            // Naming the default the server already has changes nothing a missed connection would see.
+            if missed != nil, current.server.defaultSinkName == name { return }
+            current.server.defaultSinkName = name
+            missed = nil
         case let .setDefaultSource(name): current.server.defaultSourceName = name
         case let .setSinkPort(sink, port):
             if let i = current.sinks.firstIndex(where: { $0.name == sink }) { current.sinks[i].activePort = port }
@@ -85,21 +104,36 @@ final class FakeServer: AudioServer {
     }
 
     func waitForChanges(timeout: Double?) throws -> Bool {
-        guard !script.isEmpty else {
-            shouldStop = true
-            return false
-        }
-        switch script.removeFirst() {
-        case let .change(snapshot):
-            current = snapshot
+        if owed {
+            owed = false
             return true
-        case .disconnect:
-            isConnected = false
-            throw Failure(description: "Connection terminated", isUnreachable: true)
-        case let .pass(seconds):
-            clock?.seconds += seconds
-            return false
         }
+        while !script.isEmpty {
+            switch script.removeFirst() {
+            case let .change(snapshot, defaultSeen):
+                if !defaultSeen, missed == nil { missed = Missed(shown: current.server.defaultSinkName) }
+                current = snapshot
+                return true
+            case let .run(body):
+                body()
+            case .disconnect:
+                isConnected = false
+                throw Failure(description: "Connection terminated", isUnreachable: true)
+            case let .pass(seconds):
+                clock?.seconds += seconds
+                return false
+            }
+        }
+        shouldStop = true
+        return false
+    }
+
+    func refreshStaleDefaults(timeout: Double) throws -> Bool {
+        guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
+        refreshes += 1
+        owed = true
+        defer { missed = nil }
+        return missed != nil
     }
 
     func snapshotAfterChange(timeout: Double) throws -> Snapshot { try snapshot(timeout: timeout) }

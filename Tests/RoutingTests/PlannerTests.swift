@@ -33,6 +33,17 @@ import Testing
         #expect(plan.outcome == .switchTo)
     }
 
+    /// The server may have made the sink the default only as a stand-in for the one it remembers: the
+    /// policy names it anyway, so that it becomes the remembered one.
+    @Test func aClaimNamesTheDefaultEvenWhenItAlreadyIs() throws {
+        let s = try fixture("sim/pipewire-bluetooth-a2dp")
+        let bluez = "bluez_output.00_11_22_33_44_55.1"
+        #expect(s.server.defaultSinkName == bluez)
+        let request = RouteRequest(target: .bluetooth, device: "bluez_card.00_11_22_33_44_55")
+        #expect(try Planner.plan(s, request, PlanContext()).actions.isEmpty)
+        #expect(try Planner.plan(s, request, PlanContext(claimDefault: true)).actions == [.setDefaultSink(bluez)])
+    }
+
     @Test func phoneEarpieceNeedsTheVoiceCallProfile() throws {
         let plan = try Planner.plan(try fixture("phone-ucm"), RouteRequest(target: .earpiece))
         #expect(plan.actions == [.setCardProfile(card: "alsa_card.platform-sound", profile: "Voice Call")])
