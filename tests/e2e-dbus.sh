@@ -132,6 +132,8 @@ wait_for "callaudiod on the bus" busctl --user status org.mobian_project.CallAud
 start_dbus_watch
 expect_match "the note names the owner" "^routectl: note: org.mobian_project.CallAudio is owned by :[0-9.]+ \(callaudiod\?\); serving io.github.routectl only$" "$(cat "$dir/apply.err")"
 expect_eq "routectl's own interface is served" 's "speaker"' "$(own Route)"
+expect_match "why names callaudiod holding its name" "org.mobian_project.CallAudio is owned by callaudiod \(:[0-9.]+, pid [0-9]+\)" "$(rc why)"
+expect_match "why names this watcher serving routectl's name" "io.github.routectl is served by this routectl watch --apply --dbus" "$(rc why)"
 expect_eq "callaudiod keeps its name" "$(busctl --user status org.mobian_project.CallAudio | sed -n 's/^PID=//p')" "${watchers[0]}"
 expect_eq "watch --apply is still running" yes "$(kill -0 "${watchers[1]}" 2>/dev/null && echo yes || echo no)"
 for pid in "${watchers[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done

@@ -118,6 +118,25 @@ public final class BusService {
         return String(cString: unique)
     }
 
+    /// Who owns these names on the user's session bus now, as (name, unique name, pid), for `why`;
+    /// empty when there is no session bus. Opens its own short-lived connection.
+    public static func owners(of names: [String]) -> [(name: String, unique: String, pid: Int32?)] {
+        var bus: OpaquePointer?
+        guard sd_bus_open_user(&bus) >= 0, let bus else { return [] }
+        defer { sd_bus_flush_close_unref(bus) }
+        var found: [(name: String, unique: String, pid: Int32?)] = []
+        for name in names {
+            var creds: OpaquePointer?
+            guard sd_bus_get_name_creds(bus, name, UInt64(SD_BUS_CREDS_UNIQUE_NAME) | UInt64(SD_BUS_CREDS_PID), &creds) >= 0 else { continue }
+            defer { sd_bus_creds_unref(creds) }
+            var unique: UnsafePointer<CChar>?
+            guard sd_bus_creds_get_unique_name(creds, &unique) >= 0, let unique else { continue }
+            var pid: pid_t = 0
+            found.append((name, String(cString: unique), sd_bus_creds_get_pid(creds, &pid) >= 0 ? pid : nil))
+        }
+        return found
+    }
+
     /// The method calls received since the last time, in order, each to be answered.
     public func takeRequests() -> [PendingCall] {
         defer { queue = [] }

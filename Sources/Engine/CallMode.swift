@@ -31,9 +31,9 @@ public struct CallMode {
         let existing: CallRecord?
         do { existing = try store.callRecord() } catch { throw .state(error) }
         var record: CallRecord
-        if var existing {
-            if speaker { existing.speaker = true }
+        if let existing {
             record = existing
+            if speaker { record.speaker = true }
         } else {
             let status = Status(snapshot: before)
             let saved: OverrideRecord?
@@ -64,7 +64,12 @@ public struct CallMode {
             try RouteApplier.verify(result)
             return Started(result: result, record: record, isNew: existing == nil)
         } catch {
-            if existing == nil { _ = try? end(timeout: timeout) }
+            if let existing {
+                // A re-apply that failed leaves the call as it was (its speaker flag too).
+                try? store.saveCall(existing)
+            } else {
+                _ = try? end(timeout: timeout)
+            }
             throw error
         }
     }
@@ -90,10 +95,18 @@ public struct CallMode {
             done.done = true
             store.saveIntent(done)
         }
-        let restore = record.profiles.compactMap { saved -> Action? in
+        var restore = record.profiles.compactMap { saved -> Action? in
             guard let card = snapshot.cards.first(where: { $0.name == saved.card }), card.activeProfile != saved.profile,
                   card.profiles.contains(where: { $0.name == saved.profile && $0.available }) else { return nil }
             return .setCardProfile(card: saved.card, profile: saved.profile)
+        }
+        // A Bluetooth headset that connected during the call went to HFP for it: back to its best
+        // other profile (A2DP), as rule 8 says ("for the call only").
+        for card in snapshot.cards where !record.profiles.contains(where: { $0.card == card.name }) {
+            guard let active = card.activeProfile, Planner.isBluetoothHeadsetProfile(active),
+                  let music = card.profiles.filter({ $0.available && $0.sinks > 0 && !Planner.isBluetoothHeadsetProfile($0.name) })
+                      .max(by: { $0.priority < $1.priority }) else { continue }
+            restore.append(.setCardProfile(card: card.name, profile: music.name))
         }
         do {
             if !restore.isEmpty {
@@ -111,19 +124,19 @@ public struct CallMode {
         } catch {
             throw .server(error)
         }
+        let status = Status(snapshot: snapshot)
+        // The override from before the call comes back unless a device came or went meanwhile (it
+        // would have been cleared then, as always).
+        let override = record.override.flatMap { $0.staleness(currentExternals: status.externalKeys) == nil ? $0 : nil }
+        var preferences: Preferences
         do {
-            try store.replaceOverride(record.override)
-        } catch {
-            throw .state(error)
-        }
-        let preferences: Preferences
-        do {
-            try store.removeCall()
+            try store.replaceOverride(override)
             preferences = try store.preferences()
         } catch {
             throw .state(error)
         }
-        let status = Status(snapshot: snapshot)
+        // call.json goes last, once everything is back: a failure on the way leaves it for another `call end`.
+        preferences.callTarget = nil
         let request: RouteRequest
         if let id = record.override == nil ? record.output : nil,
            let output = status.outputs.first(where: { $0.id == id && $0.isAvailable && !$0.isHiddenByJack }),
@@ -156,6 +169,7 @@ public struct CallMode {
                 throw .server(error)
             }
         }
+        do { try store.removeCall() } catch { throw .state(error) }
         return result
     }
 }

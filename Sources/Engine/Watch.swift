@@ -43,7 +43,8 @@ public struct Watch {
     public var remote: RemoteControl?
 
     struct Departure {
-        var clear: DeferredClear
+        /// The override clear it holds back, if its leaving would clear one.
+        var clear: DeferredClear?
         /// The override the departure would clear: a return or the deadline acts only while it stands
         /// (a `clear` or another `set` meanwhile ends the hold-down).
         var override: OverrideRecord?
@@ -85,6 +86,10 @@ public struct Watch {
                 remote.update(Status(snapshot: snapshot), (try? store.preferences()) ?? Preferences())
             }
             do {
+                // Requests that came while the last round was busy (an inner wait took their wake-up),
+                // and hold-downs that passed meanwhile, are handled before waiting again.
+                remote?.serve()
+                guard try holdDownsPassed() else { break }
                 let wake = ([hold?.wakeAt] + departures.values.map(\.deadline)).compactMap { $0 }.min()
                 let wait = wake.map { max(0, $0 - clocks.monotonic()) }
                 let changed = try server.waitForChanges(timeout: wait)
@@ -162,8 +167,11 @@ public struct Watch {
         // Devices back within the hold-down: flickers. The override stays and the route goes back
         // to where it was when they left.
         let standing = try? store.overrideRecord()
-        let flickers = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
-            .filter { $0.1.override != nil && $0.1.override == standing }
+        let now = clocks.monotonic()
+        let returns = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
+            .filter { $0.1.deadline > now }
+        // The override waits on a flicker only when it is the one the device left under.
+        let flickers = returns.filter { $0.1.override != nil && $0.1.override == standing }
         var decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
                                      recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change),
                                      holdDown: holdDown > 0)
@@ -176,12 +184,16 @@ public struct Watch {
                 decision.reason = .newDeviceAvailable
             }
         }
-        if let deferred = decision.deferredClear {
-            let now = clocks.monotonic()
-            departures[deferred.device.id] = Departure(clear: deferred, override: standing, leftAt: now,
-                                                      carried: change.previous.output?.id, deadline: now + holdDown)
+        // Every external device leaving is timed, so that its return within the hold-down is a flicker;
+        // only one that would clear the override holds that clear.
+        if holdDown > 0 {
+            for output in change.removed where output.route.isExternal {
+                let clear = decision.deferredClear.flatMap { $0.device.id == output.id ? $0 : nil }
+                departures[output.id] = Departure(clear: clear, override: clear == nil ? nil : standing, leftAt: now,
+                                                  carried: change.previous.output?.id, deadline: now + holdDown)
+            }
         }
-        if decision.reason == .categoryChange, hold?.intent != nil {
+        if decision.reason == .categoryChange, hold?.intent != nil || ownMoveJustNow() {
             // routectl's own profile switch is under way (set, clear): the card is not flipping by itself.
             decision.request = nil
             decision.reason = nil
@@ -196,7 +208,7 @@ public struct Watch {
             guard emit(event) else { return false }
         }
         snapshot = next
-        for (output, departure) in flickers {
+        for (output, departure) in returns {
             let away = Int(((clocks.monotonic() - departure.leftAt) * 1000).rounded())
             guard emit(.flicker(output, awayMilliseconds: away)) else { return false }
         }
@@ -260,10 +272,10 @@ public struct Watch {
         for id in passed.keys { departures[id] = nil }
         // Only the override the devices left under; one set since then is the user's newer wish.
         let standing = try? store.overrideRecord()
-        let due = passed.values.filter { $0.override != nil && $0.override == standing }
+        let due = passed.values.filter { $0.clear != nil && $0.override != nil && $0.override == standing }
         guard let target = standing?.target, !due.isEmpty, clearOverride() else { return true }
         for departure in due.sorted(by: { $0.leftAt < $1.leftAt }) {
-            guard emit(.overrideCleared(override: target, cause: departure.clear.cause)) else { return false }
+            guard emit(.overrideCleared(override: target, cause: departure.clear?.cause ?? "")) else { return false }
         }
         let preferences = try self.preferences()
         let status = Status(snapshot: snapshot)
@@ -273,7 +285,7 @@ public struct Watch {
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                        reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true)
         snapshot = result.snapshot
-        store.saveDecision(DecisionRecord(reason: .oldDeviceUnavailable, cause: passed.values.first?.clear.cause,
+        store.saveDecision(DecisionRecord(reason: .oldDeviceUnavailable, cause: due.first?.clear?.cause,
                                           output: result.status.output?.id, at: clocks.wallMilliseconds()))
         return reportRoute(result.status, reason: .oldDeviceUnavailable)
     }
@@ -282,6 +294,13 @@ public struct Watch {
     /// answers those as departures).
     func departedNow(_ change: Change) -> Set<String> {
         Set(recentlyRemoved.keys).subtracting(change.removed.map(\.id))
+    }
+
+    /// routectl itself moved the route a moment ago (an intent under 2 s old, done or not): a profile
+    /// switch seen now is its own, even when this watcher, slow under load, took the snapshot after the
+    /// move was over.
+    func ownMoveJustNow() -> Bool {
+        store.loadIntent().map { clocks.wallMilliseconds() - $0.at < Int64(RouteHold.limit * 1000) } ?? false
     }
 
     /// What set a decision off, in words for `why`.
@@ -307,7 +326,8 @@ public struct Watch {
         let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: false,
                                      recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change))
         // routectl's own announced move (an intent being held) explains the change better than a prediction.
-        if let request = decision.request, store.policyRunning, decision.reason != .restored, hold?.intent == nil {
+        if let request = decision.request, store.policyRunning, decision.reason != .restored, hold?.intent == nil,
+           decision.reason != .categoryChange || !ownMoveJustNow() {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
             held.inCall = preferences.inCall
@@ -423,6 +443,8 @@ public struct Watch {
         var delay = 0.1
         var warned = false
         while server.pause(seconds: delay) {
+            // Remote clients get their answer (a failure, with no server) rather than waiting for it.
+            remote?.serve()
             delay = min(delay * 2, 2.0)
             let fresh: Snapshot
             do {

@@ -159,7 +159,7 @@ public enum Policy {
             decision.request = .output(back)
             decision.reason = .restored
         } else if change.added.isEmpty, change.removed.isEmpty, change.profileChanged.isEmpty, change.routeChanged,
-                  let old = change.previous.output, let card = old.cardName,
+                  let old = change.previous.output, let card = old.cardName, change.current.output?.cardName == card,
                   recentlyRemoved.contains(where: { $0.hasPrefix(card + ":") }),
                   change.current.outputs.contains(where: { $0.id == old.id && $0.isAvailable }) {
             // The server moved the route to another port of its card a moment after a jack of that

@@ -116,15 +116,17 @@ public struct Status: Equatable, Sendable {
             let base = OutputFacts(sinkName: sink.name, sinkDescription: sink.description, driver: sink.driver,
                                    properties: sink.properties, card: card)
             // A Bluetooth device is one output whatever its profile: its card, with the sink's active port.
+            // A sink whose card has already gone (a headset disconnecting) is still that device.
             let bluetoothCard = card.flatMap { Classifier.isBluetooth(base) ? $0 : nil }
+            let bluetoothID = bluetoothCard?.name ?? (card == nil && Classifier.isBluetooth(base) ? bluetoothCardName(sink.properties) : nil)
             let ports: [Port?] = sink.ports.isEmpty ? [nil]
-                : bluetoothCard != nil ? [sink.activePortInfo ?? sink.ports[0]] : sink.ports
+                : bluetoothID != nil ? [sink.activePortInfo ?? sink.ports[0]] : sink.ports
             for port in ports {
                 var facts = base
                 facts.port = port
                 let cardPort = port.flatMap { p in card?.ports.first { $0.name == p.name } }
                 facts.portProperties = cardPort?.properties ?? [:]
-                let id = bluetoothCard?.name ?? cardPort.map { "\(card!.name):\($0.name)" }
+                let id = bluetoothID ?? cardPort.map { "\(card!.name):\($0.name)" }
                     ?? port.map { "\(sink.name):\($0.name)" } ?? sink.name
                 // A card port is described by its card, which (unlike a UCM sink) keeps its name across profiles.
                 let description = bluetoothCard.map(Status.description(of:))
@@ -162,6 +164,14 @@ public struct Status: Equatable, Sendable {
     }
 
     static func description(of card: Card) -> String { card.properties["device.description"] ?? card.name }
+
+    /// The card name both servers give a Bluetooth device (`bluez_card.00_11_22_33_44_55`), from its
+    /// address in a sink's properties: for the moments a sink outlives its card.
+    static func bluetoothCardName(_ properties: [String: String]) -> String? {
+        guard let address = properties["api.bluez5.address"] ?? properties["device.string"],
+              address.count == 17, address.filter({ $0 == ":" }).count == 5 else { return nil }
+        return "bluez_card." + address.replacingColons()
+    }
 
     /// The available profiles with a sink under which a card port exists, best server priority first.
     /// A port-less sink of a card is governed by the card's profiles with a sink.
@@ -229,4 +239,9 @@ extension Snapshot {
         }
         return nil
     }
+}
+
+extension String {
+    /// `00:11:22:33:44:55` as card names spell it: `00_11_22_33_44_55`.
+    func replacingColons() -> String { String(map { $0 == ":" ? "_" : $0 }) }
 }

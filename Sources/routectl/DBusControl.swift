@@ -12,6 +12,8 @@ final class DBusControl: RemoteControl {
     let bus: BusService
     let connection: PulseConnection
     let options: GlobalOptions
+    /// The bus went away and that was said (once).
+    var lostSaid = false
 
     init(bus: BusService, connection: PulseConnection, options: GlobalOptions) {
         self.bus = bus
@@ -39,16 +41,26 @@ final class DBusControl: RemoteControl {
     }
 
     func serve() {
-        for call in bus.takeRequests() {
-            do throws(Failure) {
-                try carryOut(call)
-            } catch {
-                if call.request.returnsRoute {
-                    call.fail(name: "io.github.routectl.Error.Failed", message: error.message)
-                } else {
-                    call.reply(success: false)
+        if let lost = bus.lostError, !lostSaid {
+            // The rules go on without D-Bus; the unit's log says why the names are gone.
+            Console.err("routectl: \(lost)\n")
+            lostSaid = true
+        }
+        // Requests that arrive while one is carried out (its read-back runs the loop) are served too.
+        var calls = bus.takeRequests()
+        while !calls.isEmpty {
+            for call in calls {
+                do throws(Failure) {
+                    try carryOut(call)
+                } catch {
+                    if call.request.returnsRoute {
+                        call.fail(name: "io.github.routectl.Error.Failed", message: error.message)
+                    } else {
+                        call.reply(success: false)
+                    }
                 }
             }
+            calls = bus.takeRequests()
         }
     }
 
@@ -71,10 +83,20 @@ final class DBusControl: RemoteControl {
         case let .enableSpeaker(on):
             // The phone UI's speaker button: now, like `set speaker --force` within the call; off
             // gives the route back to the rules (a headset, else the call's receiver).
-            try setCallSpeaker(on)
-            let (result, _) = on ? try RouteCommands.performSet(RouteRequest(target: .speaker, force: true), options, on: connection)
+            // The call's own target: on, set once the server did what the button asked; off, set
+            // first (clear falls back to it), and put back if the server refused.
+            let was = on ? nil : try setCallSpeaker(false)
+            let result: RouteCommands.Result
+            do {
+                (result, _) = on ? try RouteCommands.performSet(RouteRequest(target: .speaker, force: true), options, on: connection)
                                  : try RouteCommands.performClear(options, on: connection)
-            call.reply(success: (result.status.route == .speaker) == on)
+            } catch {
+                if let was { _ = try? setCallSpeaker(was) }
+                throw error
+            }
+            let done = (result.status.route == .speaker) == on
+            if on, done { _ = try setCallSpeaker(true) }
+            call.reply(success: done)
         case let .muteMic(mute):
             let after = try RouteCommands.setMicMute(mute, on: connection, options)
             call.reply(success: Status(snapshot: after).micMuted == mute)
@@ -107,14 +129,19 @@ final class DBusControl: RemoteControl {
         return Status(snapshot: try RouteCommands.onServer { try connection.snapshot(timeout: options.timeout) }).route
     }
 
-    /// In a call, the speaker button also sets the call's own target (what a headset leaving falls back to).
-    func setCallSpeaker(_ on: Bool) throws(Failure) {
+    /// In a call, the speaker button also sets the call's own target (what a headset leaving falls
+    /// back to). Returns what it was (nil: no call).
+    func setCallSpeaker(_ on: Bool) throws(Failure) -> Bool? {
         let store = State.store()
         do {
-            try store.withOverrideLock { () throws(StateError) in
-                guard var record = try store.loadCall(), record.speaker != on else { return }
-                record.speaker = on
-                try store.saveCall(record)
+            return try store.withOverrideLock { () throws(StateError) -> Bool? in
+                guard var record = try store.loadCall() else { return nil }
+                let was = record.speaker
+                if was != on {
+                    record.speaker = on
+                    try store.saveCall(record)
+                }
+                return was
             }
         } catch {
             throw State.failure(error)

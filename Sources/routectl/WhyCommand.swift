@@ -1,3 +1,4 @@
+import Bus
 import Glibc
 import Pulse
 import Routing
@@ -89,7 +90,10 @@ enum WhyCommand {
         }
         if let target = preferences.override, RouteTarget(route: output.route) == target {
             return Answer(rule: "override", explanation: "'routectl set \(target.rawValue)' (temporary: until clear or a device change)",
-                          since: override.map { $0.setAt * 1000 })
+                          since: override.flatMap { record in
+                              let (ms, overflow) = record.setAt.multipliedReportingOverflow(by: 1000)
+                              return overflow ? nil : ms
+                          })
         }
         if output.route.isExternal {
             if let rank = preferences.priority.firstIndex(where: { $0 == output.id || $0 == output.sink || $0 == output.route.rawValue }) {
@@ -119,12 +123,15 @@ enum WhyCommand {
     /// defaults and config files, PulseAudio's switching modules.
     static func otherPolicies(_ connection: PulseConnection, _ snapshot: Snapshot, _ store: StateStore, _ options: GlobalOptions) -> [String] {
         var found: [String] = []
+        var watcher: String?
         if ApplyLock.isHeld(store) {
             let pid = store.applyLockFile.flatMap { try? FileIO.read($0) }.map { String(decoding: $0, as: UTF8.self).trimmingNewline } ?? "?"
+            watcher = pid
             found.append("routectl watch --apply is running (pid \(pid)): it keeps the rules")
         } else {
             found.append("routectl watch --apply is not running: plugs and unplugs are left to the server")
         }
+        found += busOwners(watcher: watcher)
         if snapshot.server.isPipeWire {
             let home = env("HOME") ?? ""
             let stateHome = env("XDG_STATE_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/state"
@@ -144,6 +151,16 @@ enum WhyCommand {
             }
         }
         return found
+    }
+
+    /// routectl's and callaudiod's names on the session bus, and who holds them.
+    static func busOwners(watcher: String?) -> [String] {
+        BusService.owners(of: [BusService.name, BusService.callAudioName]).map { owner in
+            let pid = owner.pid.map(String.init)
+            let comm = pid.flatMap { try? FileIO.read("/proc/\($0)/comm", limit: 256) }.map { String(decoding: $0, as: UTF8.self).trimmingNewline }
+            if let pid, pid == watcher { return "\(owner.name) is served by this routectl watch --apply --dbus (pid \(pid))" }
+            return "\(owner.name) is owned by \(comm ?? "another program") (\(owner.unique)\(pid.map { ", pid \($0)" } ?? ""))"
+        }
     }
 
     static func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }

@@ -262,3 +262,15 @@ struct PolicyRun {
                               recentlyRemoved: ["bluez_card.00_11_22_33_44_55"]).request == nil, "a departure elsewhere says nothing")
     }
 }
+
+@Suite struct BluetoothIdentityTests {
+    /// A headset disconnecting: its card goes a notification before its sink. The sink is still that
+    /// device (its card's id), not a new output to route to.
+    @Test(arguments: ["pulseaudio", "pipewire"])
+    func aSinkThatOutlivesItsCardIsStillTheDevice(server: String) throws {
+        var s = try fixture("sim/\(server)-bluetooth-a2dp")
+        s.cards.removeAll { $0.name.hasPrefix("bluez_card.") }
+        let outputs = Status(snapshot: s).outputs.filter { $0.route == .bluetooth }
+        #expect(outputs.map(\.id) == ["bluez_card.00_11_22_33_44_55"])
+    }
+}
