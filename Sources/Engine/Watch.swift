@@ -193,7 +193,7 @@ public struct Watch {
                                                   carried: change.previous.output?.id, deadline: now + holdDown)
             }
         }
-        if decision.reason == .categoryChange, hold?.intent != nil || ownMoveJustNow() {
+        if decision.reason == .categoryChange, hold?.intent != nil || ownMoveJustNow(away: change.previous.output) {
             // routectl's own profile switch is under way (set, clear): the card is not flipping by itself.
             decision.request = nil
             decision.reason = nil
@@ -296,11 +296,14 @@ public struct Watch {
         Set(recentlyRemoved.keys).subtracting(change.removed.map(\.id))
     }
 
-    /// routectl itself moved the route a moment ago (an intent under 2 s old, done or not): a profile
-    /// switch seen now is its own, even when this watcher, slow under load, took the snapshot after the
-    /// move was over.
-    func ownMoveJustNow() -> Bool {
-        store.loadIntent().map { clocks.wallMilliseconds() - $0.at < Int64(RouteHold.limit * 1000) } ?? false
+    /// routectl itself moved the route away from `output` to another output of its card a moment ago
+    /// (an intent under 2 s old, done or not): a profile switch of that card seen now is its own, even
+    /// when this watcher, slow under load, took its snapshot in the middle of a move already over. (A
+    /// flip of the very device routectl moved to is another client's.)
+    func ownMoveJustNow(away output: Output?) -> Bool {
+        guard let output, let card = output.cardName, let intent = store.loadIntent() else { return false }
+        return clocks.wallMilliseconds() - intent.at < Int64(RouteHold.limit * 1000)
+            && intent.output != output.id && intent.output.hasPrefix(card + ":")
     }
 
     /// What set a decision off, in words for `why`.
@@ -327,7 +330,7 @@ public struct Watch {
                                      recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change))
         // routectl's own announced move (an intent being held) explains the change better than a prediction.
         if let request = decision.request, store.policyRunning, decision.reason != .restored, hold?.intent == nil,
-           decision.reason != .categoryChange || !ownMoveJustNow() {
+           decision.reason != .categoryChange || !ownMoveJustNow(away: change.previous.output) {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
             held.inCall = preferences.inCall
