@@ -60,6 +60,31 @@ import Testing
         try RouteApplier.verify(result)
     }
 
+    /// A Bluetooth card appears in profile "off" and WirePlumber gives it A2DP a few milliseconds later:
+    /// routectl's own switch is settled once the headset's sink is there, and with one port on that
+    /// sink there is no route WirePlumber could restore over routectl's: no quiet wait (50 ms of the
+    /// connect-to-route latency, issue 15). A phone's multi-port sink still gets it.
+    @Test func aSinglePortSinkNeedsNoQuietAfterTheProfileSwitch() throws {
+        let a2dp = try fixture("sim/pipewire-bluetooth-a2dp")
+        var off = a2dp
+        off.sinks.removeAll { $0.name.hasPrefix("bluez_") }
+        off.server.defaultSinkName = laptop
+        if let i = off.cards.firstIndex(where: { $0.name == "bluez_card.00_11_22_33_44_55" }) { off.cards[i].activeProfile = "off" }
+        let server = FakeServer(off)
+        server.profiles["bluez_card.00_11_22_33_44_55/a2dp-sink-sbc"] = a2dp
+        let result = try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+            .route(RouteRequest(target: .bluetooth, device: "bluez_card.00_11_22_33_44_55"), preferredInput: nil, timeout: 1)
+        #expect(server.applied.first == [.setCardProfile(card: "bluez_card.00_11_22_33_44_55", profile: "a2dp-sink-sbc")])
+        #expect(result.status.route == .bluetooth)
+        #expect(server.quietWaits == 0)
+
+        let phone = FakeServer(try fixture("sim/pipewire-phone"))
+        phone.profiles["alsa_card.sim-phone/Voice Call"] = try fixture("sim/pipewire-phone-voicecall")
+        _ = try RouteApplier(server: phone, store: FakeStore(), clocks: ManualClock().clocks)
+            .route(RouteRequest(target: .earpiece), preferredInput: nil, timeout: 1)
+        #expect(phone.quietWaits == 1)
+    }
+
     @Test func theStreamsOfThePreviousDefaultFollowTheRoute() throws {
         var s = try fixture("sim/pulseaudio-laptop-headphones")
         s.sinkInputs = [SinkInput(index: 7, sink: s.sinks[0].index)]

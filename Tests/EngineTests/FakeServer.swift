@@ -32,6 +32,8 @@ final class FakeServer: AudioServer {
     /// Fresh connections asked (`refreshStaleDefaults`), and whether one owes its refetch.
     var refreshes = 0
     var owed = false
+    /// Waits for the server to be quiet (`snapshotWhenQuiet`).
+    var quietWaits = 0
     /// What a card profile switch turns the server into, by "card/profile".
     var profiles: [String: Snapshot] = [:]
     /// Applied right after a profile switch, as the server's own reaction (a transient default).
@@ -129,7 +131,10 @@ final class FakeServer: AudioServer {
 
     func snapshotAfterChange(timeout: Double) throws -> Snapshot { try snapshot(timeout: timeout) }
 
-    func snapshotWhenQuiet(timeout: Double, quiet: Double, limit: Double) throws -> Snapshot { try snapshot(timeout: timeout) }
+    func snapshotWhenQuiet(timeout: Double, quiet: Double, limit: Double) throws -> Snapshot {
+        quietWaits += 1
+        return try snapshot(timeout: timeout)
+    }
 
     func reconnect(timeout: Double) throws {
         if reconnectFailures > 0 {
