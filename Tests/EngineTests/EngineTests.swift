@@ -296,6 +296,30 @@ import Testing
 @Suite struct ProfileFlipTests {
     /// Another client switches the headset to HFP; its A2DP sink vanishes and the server parks the
     /// default on the laptop meanwhile: one category-change, and the same headset keeps the sound.
+    /// A2DP -> HFP by another client on PipeWire, as WirePlumber and pipewire-pulse report it: the A2DP
+    /// sink goes and the default falls to the laptop; the card is in HFP and its new sink, under the
+    /// same name, is the default; WirePlumber's late pick of the laptop arrives; then WirePlumber makes
+    /// the headset's sink the default again, a change this connection misses (issue 15). At the end of
+    /// the window the route is not back on the headset here: a fresh connection says it is.
+    @Test func aFlipWhoseReturnThisConnectionMissedIsStillOneCategoryChange() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo"
+        let a2dp = try fixture("sim/pipewire-bluetooth-a2dp"), hfp = try fixture("sim/pipewire-bluetooth-hfp")
+        var gone = a2dp
+        gone.sinks.removeAll { $0.name.hasPrefix("bluez_") }
+        gone.server.defaultSinkName = laptop
+        var parked = hfp
+        parked.server.defaultSinkName = laptop
+        for apply in [false, true] {
+            let clock = ManualClock()
+            let server = FakeServer(a2dp)
+            server.script = [.change(gone), .change(hfp), .change(parked), .change(hfp, defaultSeen: false),
+                             .run { clock.seconds += 1 }, .timeout, .timeout]
+            let events = try WatchTests().run(server, FakeStore(), apply: apply, clock: clock)
+            #expect(server.refreshes == 1, "apply: \(apply)")
+            #expect(WatchTests().routes(events) == ["bluetooth initial", "bluetooth (was bluetooth) category-change"], "apply: \(apply)")
+        }
+    }
+
     @Test func aProfileFlipIsNotAPlugAndTheSameHeadsetKeepsTheSound() throws {
         let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp")
         var parked = try fixture("sim/pulseaudio-bluetooth-hfp")

@@ -17,6 +17,8 @@ final class FakeServer: AudioServer {
         case change(Snapshot, defaultSeen: Bool = true)
         /// Something outside the server happens (another routectl's intent); no notification.
         case run(() -> Void)
+        /// The wait ends with no notification (its timeout).
+        case timeout
         /// The connection dies.
         case disconnect
     }
@@ -112,6 +114,8 @@ final class FakeServer: AudioServer {
                 return true
             case let .run(body):
                 body()
+            case .timeout:
+                return false
             case .disconnect:
                 isConnected = false
                 throw Failure(description: "Connection terminated", isUnreachable: true)
