@@ -88,9 +88,10 @@ public struct RouteApplier {
                     }
                 }
                 if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
-                if snapshot.server.isPipeWire {
+                if snapshot.server.isPipeWire, !Self.onlyPort(snapshot, plan) {
                     // WirePlumber restores the card's routes for the new profile just after the switch:
-                    // choose the port once that burst is over, or WirePlumber undoes it.
+                    // choose the port once that burst is over, or WirePlumber undoes it. A sink with one
+                    // port (a Bluetooth headset's) leaves it nothing to choose, and nothing to wait for.
                     snapshot = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.05, limit: 1)
                 }
             } catch {
@@ -111,6 +112,15 @@ public struct RouteApplier {
         }
         guard let sink = snapshot.defaultSink, sink.name == output.sink else { return false }
         return output.port == nil || sink.activePort == output.port
+    }
+
+    /// After a profile switch, the sink that carries the planned output has no other port.
+    static func onlyPort(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
+        guard let output = plan.output else { return false }
+        let sink = snapshot.sinks.first { sink in
+            snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { $0.name == output.port }
+        }
+        return sink.map { $0.ports.count == 1 } ?? false
     }
 
     /// Unmutes the sink `--mute-on-fallback` muted, if it still is, and forgets it; routectl never

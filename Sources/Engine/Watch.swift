@@ -367,12 +367,18 @@ public struct Watch {
         hold = held
     }
 
-    /// A held move is over but this connection does not show it where it was going: before saying so,
-    /// one fresh connection is asked, since this one may have missed the server's change of the
-    /// default (`AudioServer.refreshStaleDefaults`). True when it had: the hold waits for the refetch
-    /// that follows, which shows the move.
+    /// A held move is over but this connection does not show it where it was going (or, for a profile
+    /// flip, back on the card that flipped): before saying so, one fresh connection is asked, since
+    /// this one may have missed the server's change of the default (`AudioServer.refreshStaleDefaults`).
+    /// True when it had: the hold waits for the refetch that follows, which shows the move.
     mutating func missedTheMove(_ current: Snapshot) -> Bool {
-        guard var held = hold, !held.askedFresh, !held.isDone(current) else { return false }
+        guard var held = hold, !held.askedFresh else { return false }
+        if let card = held.departedCard, held.reason == .categoryChange {
+            // A profile flip of the card the route left brings the route back to that card.
+            guard Status(snapshot: current).output?.cardName != card else { return false }
+        } else if held.isDone(current) {
+            return false
+        }
         held.askedFresh = true
         hold = held
         return (try? server.refreshStaleDefaults(timeout: timeout)) ?? false

@@ -17,6 +17,8 @@ final class FakeServer: AudioServer {
         case change(Snapshot, defaultSeen: Bool = true)
         /// Something outside the server happens (another routectl's intent); no notification.
         case run(() -> Void)
+        /// The wait ends with no notification (its timeout).
+        case timeout
         /// The connection dies.
         case disconnect
         /// Nothing happens for this long (the watcher's timers run), on `clock`.
@@ -36,6 +38,8 @@ final class FakeServer: AudioServer {
     /// Fresh connections asked (`refreshStaleDefaults`), and whether one owes its refetch.
     var refreshes = 0
     var owed = false
+    /// Waits for the server to be quiet (`snapshotWhenQuiet`).
+    var quietWaits = 0
     /// What a card profile switch turns the server into, by "card/profile".
     var profiles: [String: Snapshot] = [:]
     /// Applied right after a profile switch, as the server's own reaction (a transient default).
@@ -116,6 +120,8 @@ final class FakeServer: AudioServer {
                 return true
             case let .run(body):
                 body()
+            case .timeout:
+                return false
             case .disconnect:
                 isConnected = false
                 throw Failure(description: "Connection terminated", isUnreachable: true)
@@ -138,7 +144,10 @@ final class FakeServer: AudioServer {
 
     func snapshotAfterChange(timeout: Double) throws -> Snapshot { try snapshot(timeout: timeout) }
 
-    func snapshotWhenQuiet(timeout: Double, quiet: Double, limit: Double) throws -> Snapshot { try snapshot(timeout: timeout) }
+    func snapshotWhenQuiet(timeout: Double, quiet: Double, limit: Double) throws -> Snapshot {
+        quietWaits += 1
+        return try snapshot(timeout: timeout)
+    }
 
     func reconnect(timeout: Double) throws {
         if reconnectFailures > 0 {
