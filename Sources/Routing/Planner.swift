@@ -206,7 +206,9 @@ public enum Planner {
         if let current = output.cardProfile, pool.contains(current) { return nil }
         if output.sink != nil, ofKind.isEmpty { return nil }
         // PipeWire's plain `headset-head-unit` picks the best codec itself; its codec variants pin one.
-        return pool.first { $0 == "headset-head-unit" } ?? pool.first
+        if context.inCall, let plain = pool.first(where: { $0 == "headset-head-unit" }) { return plain }
+        // Outside a call a Bluetooth headset's music profile (A2DP) before its headset one.
+        return pool.first { !isBluetoothHeadsetProfile($0) } ?? pool.first
     }
 
     /// `--device NAME`: an output id, a sink name, a card name or a description, of the asked kind.
