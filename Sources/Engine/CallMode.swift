@@ -151,6 +151,16 @@ public struct CallMode {
         let applier = RouteApplier(server: server, store: store, clocks: clocks)
         var result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: snapshot,
                                        reason: .call)
+        if result.snapshot.server.isPipeWire, let wanted = result.plan.output?.id {
+            // WirePlumber may restore the route it remembers for the profile late, after the read-back
+            // showed routectl's: once it is quiet, put the route back if it moved.
+            let quiet: Snapshot
+            do { quiet = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.1, limit: 1) } catch { throw .server(error) }
+            if Status(snapshot: quiet).output?.id != wanted {
+                result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: quiet,
+                                           reason: .call)
+            }
+        }
         // The microphone as it was: the default source, then its mute.
         var mic: [Action] = []
         let source = record.defaultSource.flatMap { name in result.snapshot.sources.first { $0.name == name } }

@@ -44,6 +44,8 @@ public struct StateStore: Sendable {
 
     public var stateFile: String { persistent.path }
     public var overrideFile: String? { override?.path }
+    /// `$XDG_RUNTIME_DIR/routectl`, where the runtime files live (nil without a runtime dir).
+    public var runtimeDirectoryPath: String? { runtimeDirectory?.path }
     /// Where `watch --apply` holds its lock (one per session).
     public var applyLockFile: String? { runtimeDirectory.map { "\($0.path)/apply.lock" } }
 

@@ -25,6 +25,10 @@ enum WatchCommand {
             throw ServerAccess.failure(error)
         }
         let remote = watchOptions.dbus ? try DBusControl.start(connection, options) : nil
+        // call start|end in another shell wake the loop for their `call` event, route move or not.
+        if let directory = store.runtimeDirectoryPath, let files = DirectoryWatch(directory: directory, names: ["call.json"]) {
+            connection.attach(files)
+        }
         let output = EventOutput(json: options.json)
         let writable = connection.watchWritable(fd: 1) { output.flush() }
         output.wantWritable = { writable.enable($0) }
