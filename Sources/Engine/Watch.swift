@@ -166,7 +166,9 @@ public struct Watch {
         let preferences = try preferences()
         // Devices back within the hold-down: flickers. The override stays and the route goes back
         // to where it was when they left.
-        let standing = try? store.overrideRecord()
+        // The override record, read only when a hold-down has something to time or to match.
+        let timing = holdDown > 0 && (!departures.isEmpty || change.removed.contains { $0.route.isExternal })
+        let standing = timing ? try? store.overrideRecord() : nil
         let now = clocks.monotonic()
         let returns = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
             .filter { $0.1.deadline > now }
