@@ -37,6 +37,10 @@ public struct Output: Equatable, Sendable {
 
     /// There to be used: reachable, and not a jack known to be empty (a hidden built-in output still is).
     public var isAvailable: Bool { isReachable && (availability.isUsable || isHiddenByJack) }
+
+    /// A Bluetooth sink whose card has already gone: the headset is disconnecting. Still the device
+    /// (same id) while it lasts, but no longer one to route to or to count as present.
+    public var isLeaving: Bool { cardName == nil && id.hasPrefix("bluez_card.") }
 }
 
 /// The kind of an input, for listing: the built-in microphone, a headset's, a Bluetooth one, or other.
