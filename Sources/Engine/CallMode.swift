@@ -38,13 +38,14 @@ public struct CallMode {
             let status = Status(snapshot: before)
             let saved: OverrideRecord?
             do { saved = try store.overrideRecord() } catch { throw .state(error) }
+            // Not applied yet: watchers wait for the route before they report the call.
             record = CallRecord(startedAt: clocks.wallMilliseconds(), speaker: speaker,
                                 profiles: before.cards.compactMap { card in
                                     card.activeProfile.map { CallRecord.CardProfile(card: card.name, profile: $0) }
                                 },
                                 output: status.output?.id, defaultSink: before.server.defaultSinkName,
                                 defaultSource: before.server.defaultSourceName, micMuted: before.defaultSource?.mute,
-                                override: saved, externals: status.externalKeys)
+                                override: saved, externals: status.externalKeys, applied: false)
         }
         // What the call changes is on disk before anything changes: `call end` (or a crash's later
         // `call end`) can always put it back. Only then does the override step aside.
@@ -62,6 +63,7 @@ public struct CallMode {
         do {
             let result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, reason: .call, inCall: true)
             try RouteApplier.verify(result)
+            if !record.applied { try markApplied(&record) }
             return Started(result: result, record: record, isNew: existing == nil)
         } catch {
             if let existing {
@@ -72,6 +74,12 @@ public struct CallMode {
             }
             throw error
         }
+    }
+
+    /// Says in `call.json` that the call's route is applied (watchers report the call from then on).
+    func markApplied(_ record: inout CallRecord) throws(EngineError) {
+        record.applied = true
+        do { try store.saveCall(record) } catch { throw .state(error) }
     }
 
     /// Leaves call mode: restores the card profiles, the route (the output in use before the call when

@@ -406,9 +406,14 @@ public struct Watch {
     }
 
     /// Prints a `call` event when call mode began or ended since the last one, once no route move is
-    /// held: after the call's route event, with the route it left. False when stdout is gone.
+    /// held and `call start` has applied the call: after the call's route event, with the route it
+    /// reached. False when stdout is gone.
     mutating func reportCall() -> Bool {
-        guard hold == nil, let active = try? store.callRecord() != nil, active != callActive else { return true }
+        guard hold == nil else { return true }
+        let record: CallRecord?
+        do { record = try store.callRecord() } catch { return true }
+        let active = record?.isBegun(now: clocks.wallMilliseconds()) ?? false
+        guard active != callActive else { return true }
         callActive = active
         return emit(.call(active: active, route: reported.route))
     }

@@ -90,9 +90,14 @@ public struct CallRecord: Equatable, Sendable {
     /// The external outputs present when the call began: the route before the call is restored only
     /// when none came or went meanwhile (else the rules decide).
     public var externals: [String]
+    /// False while `call start` is still applying the call's route (the record is saved first, so that
+    /// a crash on the way can be undone): watchers report the call once it is applied, after its route.
+    public var applied: Bool
 
     public init(startedAt: Int64, speaker: Bool, profiles: [CardProfile] = [], output: String? = nil, defaultSink: String? = nil,
-                defaultSource: String? = nil, micMuted: Bool? = nil, override: OverrideRecord? = nil, externals: [String] = []) {
+                defaultSource: String? = nil, micMuted: Bool? = nil, override: OverrideRecord? = nil, externals: [String] = [],
+                applied: Bool = true) {
+        self.applied = applied
         self.startedAt = startedAt
         self.speaker = speaker
         self.profiles = profiles
@@ -106,6 +111,10 @@ public struct CallRecord: Equatable, Sendable {
 
     /// The call's built-in target: the receiver, or the speaker.
     public var target: RouteTarget { speaker ? .speaker : .earpiece }
+
+    /// The call counts as begun for watchers: applied, or started long enough ago that the `call start`
+    /// applying it must have died on the way (its record still says a call is on).
+    public func isBegun(now: Int64) -> Bool { applied || now - startedAt > 5000 }
 }
 
 /// What `watch --apply` last did to the route (`decision.json`), for `why`: the reason, what caused

@@ -26,6 +26,10 @@ import Testing
         #expect(started.result.status.route == .receiver)
         #expect(started.result.status.output?.cardProfile == "Voice Call")
         #expect(store.intents.allSatisfy { $0.reason == .call })
+        // Saved before anything changed, then once more when the route was there: watchers report
+        // the call after its route event, with the route it reached.
+        #expect(store.callSaves.map(\.applied) == [false, true])
+        #expect(store.call?.applied == true)
     }
 
     /// PulseAudio 17 names: the earpiece is in `HiFi (Earpiece, Mic)` and `Voice Call (Earpiece, Mic)`;

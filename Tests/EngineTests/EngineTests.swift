@@ -152,6 +152,32 @@ import Testing
         }
     }
 
+    /// `call start` saves `call.json` before it moves the route: a watcher woken by that file reports
+    /// the call only once the record says the route is applied, so the event carries the call's route.
+    @Test func theCallEventWaitsUntilTheCallIsApplied() throws {
+        let clock = ManualClock()
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
+        let store = FakeStore()
+        var record = CallRecord(startedAt: clock.clocks.wallMilliseconds(), speaker: false, applied: false)
+        var seen: [Int] = []
+        var events: [Event] = []
+        server.script = [.run { store.call = record }, .timeout, .run { seen.append(events.count) },
+                         .run { record.applied = true; store.call = record }, .timeout, .run { store.call = nil }, .timeout]
+        var watch = Watch(server: server, store: store, clocks: clock.clocks, apply: false, muteOnFallback: false, timeout: 1,
+                          snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: { _ in })
+        try watch.run()
+        #expect(seen == [1], "only the initial route while the call is being applied")
+        #expect(events.dropFirst() == [.call(active: true, route: .speaker), .call(active: false, route: .speaker)])
+    }
+
+    /// A `call start` that died before applying the call left its record: after a few seconds it is a call.
+    @Test func anUnappliedCallRecordCountsOnceItIsOld() {
+        let record = CallRecord(startedAt: 10_000, speaker: false, applied: false)
+        #expect(!record.isBegun(now: 12_000))
+        #expect(record.isBegun(now: 15_001))
+        #expect(CallRecord(startedAt: 10_000, speaker: false).isBegun(now: 10_000))
+    }
+
     @Test func aJackPluggedIsOneArrivalInBothModes() throws {
         for apply in [false, true] {
             let server = FakeServer(try fixture("sim/pulseaudio-laptop"))

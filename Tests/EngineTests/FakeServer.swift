@@ -165,6 +165,8 @@ final class FakeStore: PreferenceStore {
     var preferencesValue = Preferences()
     var record: OverrideRecord?
     var intents: [RouteIntent] = []
+    /// Every `call.json` written, in order.
+    var callSaves: [CallRecord] = []
     var policyRunning = false
     var mutedByRoutectl: String?
     var corrupt = false
@@ -198,7 +200,10 @@ final class FakeStore: PreferenceStore {
         return call
     }
 
-    func saveCall(_ record: CallRecord) throws { call = record }
+    func saveCall(_ record: CallRecord) throws {
+        call = record
+        callSaves.append(record)
+    }
 
     func removeCall() throws { call = nil }
 

@@ -229,6 +229,20 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
         }
     }
 
+    /// `call.json` says whether `call start` got as far as applying the call; one written before the
+    /// key existed is a call in progress.
+    @Test func theCallRecordKeepsWhetherItIsApplied() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            try store.saveCall(Routing.CallRecord(startedAt: 5, speaker: true, applied: false))
+            #expect(try store.loadCall()?.applied == false)
+            let file = try #require(store.call)
+            try write(#"{"version":1,"started_at":5,"speaker":false,"externals":[]}"#, to: file.path)
+            #expect(try store.loadCall() == Routing.CallRecord(startedAt: 5, speaker: false))
+            #expect(try store.loadCall()?.applied == true)
+        }
+    }
+
     @Test func withLockHoldsTheLockForItsBodyOnly() throws {
         try withScratch { dir in
             let store = StateStore(stateHome: dir, runtimeDir: dir)
