@@ -117,7 +117,10 @@ settle
 
 echo "-- 4. set bluetooth and set --device with the id devices prints, from the speaker"
 connect "$b_addr" "$b_name" a2dp
+# On PipeWire the plain watcher may not be told the default changed (pipewire-pulse): its held move
+# is then reported when the hold ends, after a fresh connection; a set before that comes after it.
 wait_line "$apply" 2 "output=$b_card" || true
+wait_line "$watch" 2 "output=$b_card" || true
 settle
 run_rc rc set speaker --force
 expect_rc "set speaker --force: exit 0" 0

@@ -80,6 +80,8 @@ rc priority set "$a_card" >/dev/null
 start_watchers
 connect "$a_addr" "$a_name" a2dp+hfp
 wait_line "$apply" 1 "^route bluetooth" || true
+# The plain watcher may report late on PipeWire (pipewire-pulse may not tell it the default changed).
+wait_line "$watch" 1 "^route bluetooth" || true
 settle
 mark
 connect "$b_addr" "$b_name" a2dp

@@ -363,6 +363,11 @@ public struct Watch {
         adoptedIntent = intent.at
         var held = RouteHold(target: intent.output, reason: intent.reason, deadline: clocks.monotonic() + RouteHold.limit - age)
         held.intent = intent.at
+        if let earlier = hold, earlier.intent == nil, intent.reason == .override || intent.reason == .call {
+            // A command (set, clear, call) begins its move while an earlier change is still held (a
+            // prediction, a departure window): that change is reported first, as the route stood.
+            _ = reportRoute(earlier.reached ?? Status(snapshot: snapshot), reason: earlier.reason)
+        }
         let arrived = held.isDone(next)
         held.note(arrived: arrived, at: clocks.monotonic())
         if arrived { held.reached = Status(snapshot: next) }

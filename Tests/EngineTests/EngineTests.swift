@@ -265,6 +265,25 @@ import Testing
         #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override"])
     }
 
+    /// Another client's pick is held for the departure window; a `set` that begins meanwhile does not
+    /// swallow it: the pick is reported, then the set's move.
+    @Test func aChangeStillHeldWhenACommandBeginsIsReportedFirst() throws {
+        let all = try fixture("sim/pipewire-all")
+        var picked = all
+        picked.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        let clock = ManualClock()
+        let store = FakeStore()
+        let speaker = try #require(Status(snapshot: all).output?.id)
+        let at = clock.clocks.wallMilliseconds()
+        let server = FakeServer(all)
+        server.script = [.change(picked), .run { store.intents.append(RouteIntent(output: speaker, reason: .override, at: at)) },
+                         .change(all), .run { store.intents.append(RouteIntent(output: speaker, reason: .override, at: at, done: true)) },
+                         .change(all)]
+        let events = try run(server, store, apply: false, clock: clock)
+        #expect(routes(events) == ["speaker initial", "unknown (was speaker) route-configuration-change",
+                                   "speaker (was unknown) override"])
+    }
+
     @Test func anotherClientsPickIsReportedAndRespected() throws {
         let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
         let all = try fixture("sim/pipewire-all")
