@@ -63,7 +63,7 @@ public struct CallMode {
         do {
             let result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, reason: .call, inCall: true)
             try RouteApplier.verify(result)
-            if !record.applied { try markApplied(&record) }
+            if !record.applied { markApplied(&record) }
             return Started(result: result, record: record, isNew: existing == nil)
         } catch {
             if let existing {
@@ -77,9 +77,10 @@ public struct CallMode {
     }
 
     /// Says in `call.json` that the call's route is applied (watchers report the call from then on).
-    func markApplied(_ record: inout CallRecord) throws(EngineError) {
+    /// The call is on either way: a failed write only delays the watchers' `call` event.
+    func markApplied(_ record: inout CallRecord) {
         record.applied = true
-        do { try store.saveCall(record) } catch { throw .state(error) }
+        try? store.saveCall(record)
     }
 
     /// Leaves call mode: restores the card profiles, the route (the output in use before the call when

@@ -112,9 +112,9 @@ public struct CallRecord: Equatable, Sendable {
     /// The call's built-in target: the receiver, or the speaker.
     public var target: RouteTarget { speaker ? .speaker : .earpiece }
 
-    /// The call counts as begun for watchers: applied, or started long enough ago that the `call start`
-    /// applying it must have died on the way (its record still says a call is on).
-    public func isBegun(now: Int64) -> Bool { applied || now - startedAt > 5000 }
+    /// The call counts as begun for watchers: applied, or started so long ago (a minute: far beyond
+    /// what a start's timeouts allow) that the `call start` applying it died on the way.
+    public func isBegun(now: Int64) -> Bool { applied || now - startedAt > 60_000 }
 }
 
 /// What `watch --apply` last did to the route (`decision.json`), for `why`: the reason, what caused

@@ -25,8 +25,10 @@ enum WatchCommand {
             throw ServerAccess.failure(error)
         }
         let remote = watchOptions.dbus ? try DBusControl.start(connection, options) : nil
-        // call start|end in another shell wake the loop for their `call` event, route move or not.
-        if let directory = store.runtimeDirectoryPath, let files = DirectoryWatch(directory: directory, names: ["call.json"]) {
+        // call start|end in another shell wake the loop for their `call` event, route move or not (the
+        // directory, routectl's own, is made here when missing, 0700: nothing else would watch it).
+        if let directory = store.runtimeDirectoryPath, mkdir(directory, 0o700) == 0 || errno == EEXIST,
+           let files = DirectoryWatch(directory: directory, names: ["call.json"]) {
             connection.attach(files)
         }
         let output = EventOutput(json: options.json)
