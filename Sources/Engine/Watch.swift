@@ -339,7 +339,6 @@ public struct Watch {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
             held.inCall = preferences.inCall
-            held.since = clocks.monotonic()
             held.note(arrived: held.isDone(next), at: clocks.monotonic())
             hold = held
         }
@@ -353,17 +352,7 @@ public struct Watch {
     mutating func adoptIntent(_ next: Snapshot) {
         guard let intent = store.loadIntent() else { return }
         if let held = hold, held.intent == intent.at, intent.done {
-            // The command is over: its route event now, from where it began to where it ended. When
-            // this connection does not show it there yet, its notifications may still be on the way
-            // (pipewire-pulse sends them after the command's read-back): a moment for them first.
-            if !held.isDone(next) {
-                let now = clocks.monotonic()
-                guard let seen = held.doneSeenAt else {
-                    hold?.doneSeenAt = now
-                    return
-                }
-                if now < seen + RouteHold.lag { return }
-            }
+            // The command is over: its route event now, from where it began to where it ended.
             if missedTheMove(next) { return }
             hold = nil
             _ = reportRoute(Status(snapshot: next), reason: held.reason)
@@ -371,21 +360,17 @@ public struct Watch {
         }
         // The policy putting back a route the server took (restored) holds nothing: both the steal
         // and the restore are reported, as watch --apply reports them.
-        guard intent.at != adoptedIntent, intent.reason != .restored else { return }
+        guard intent.at != adoptedIntent, !intent.done, intent.reason != .restored else { return }
         let age = Double(clocks.wallMilliseconds() - intent.at) / 1000
         guard age >= 0, age < RouteHold.limit else { return }
-        if let earlier = hold, earlier.intent == nil, earlier.since <= clocks.monotonic() - age,
-           intent.reason == .override || intent.reason == .call {
-            // A command (set, clear, call; over already when it ran in this process, from D-Bus) began
-            // its move while an earlier change was held (a prediction, a departure window): that
-            // change is reported first, as the route stood, and the command's move after it.
-            hold = nil
-            _ = reportRoute(earlier.reached ?? Status(snapshot: snapshot), reason: earlier.reason)
-        }
-        guard !intent.done else { return }
         adoptedIntent = intent.at
         var held = RouteHold(target: intent.output, reason: intent.reason, deadline: clocks.monotonic() + RouteHold.limit - age)
         held.intent = intent.at
+        if let earlier = hold, earlier.intent == nil, intent.reason == .override || intent.reason == .call {
+            // A command (set, clear, call) begins its move while an earlier change is still held (a
+            // prediction, a departure window): that change is reported first, as the route stood.
+            _ = reportRoute(earlier.reached ?? Status(snapshot: snapshot), reason: earlier.reason)
+        }
         let arrived = held.isDone(next)
         held.note(arrived: arrived, at: clocks.monotonic())
         if arrived { held.reached = Status(snapshot: next) }
@@ -421,7 +406,6 @@ public struct Watch {
             var held = RouteHold(target: status.output?.id, reason: reason, deadline: clocks.monotonic() + RouteHold.departureWindow)
             held.departed = departed
             held.departedCard = departedCard
-            held.since = clocks.monotonic()
             held.quietUntil = clocks.monotonic() + RouteHold.departureWindow
             hold = held
             return true
@@ -547,8 +531,6 @@ struct RouteHold {
     /// How long a route change that looks like another client's waits for the output it left to be
     /// reported gone, in seconds.
     static let departureWindow = 0.3
-    /// How long a finished command's own notifications may lag behind its end, in seconds.
-    static let lag = 0.1
 
     var target: String?
     var request: RouteRequest?
@@ -564,10 +546,6 @@ struct RouteHold {
     /// The policy's move is planned in call mode (the call's profiles are where it ends).
     var inCall = false
     var deadline: Double
-    /// When this watcher found its intent done with the route not yet where it went (monotonic).
-    var doneSeenAt: Double?
-    /// When the hold began (monotonic seconds).
-    var since = 0.0
     var quietUntil: Double?
     /// A fresh connection was asked whether this one missed the move (once per hold).
     var askedFresh = false
@@ -582,10 +560,7 @@ struct RouteHold {
     }
 
     /// When the watcher should look again without a server change.
-    var wakeAt: Double {
-        // Once a fresh connection was asked, the refetch it owes wakes the watcher, not the lag.
-        min(deadline, quietUntil ?? deadline, (askedFresh ? nil : doneSeenAt.map { $0 + RouteHold.lag }) ?? deadline)
-    }
+    var wakeAt: Double { min(deadline, quietUntil ?? deadline) }
 
     func isDone(_ snapshot: Snapshot) -> Bool {
         if let target { return Status(snapshot: snapshot).output?.id == target }
