@@ -164,7 +164,7 @@ public struct Watch {
             }
             hold = held
         }
-        adoptIntent(next)
+        adoptIntent(next, reportNow: change.added.isEmpty && change.removed.isEmpty)
         guard apply else { return follow(change, next, events) }
         let preferences = try preferences()
         // Devices back within the hold-down: flickers. The override stays and the route goes back
@@ -349,11 +349,27 @@ public struct Watch {
     /// A route move routectl announced (its intent, written by `set`, `clear` or a `watch --apply`)
     /// holds the route events until it is done: the server's reactions on the way (a profile switch
     /// removes a sink, WirePlumber restores a port and is overruled) are not route changes of their own.
-    mutating func adoptIntent(_ next: Snapshot) {
+    /// `reportNow` false: the change being handled has device events, which go out first; a route
+    /// event due now is left to the next round (at once).
+    mutating func adoptIntent(_ next: Snapshot, reportNow: Bool = true) {
         guard let intent = store.loadIntent() else { return }
         if let held = hold, held.intent == intent.at, intent.done {
-            // The command is over: its route event now, from where it began to where it ended.
+            // The command is over: its route event now, from where it began to where it ended. When
+            // this connection does not show it there yet, the command's own notifications may still be
+            // on their way (they can trail its read-back): a moment for them before anything else.
+            if !held.isDone(next) {
+                let now = clocks.monotonic()
+                guard let seen = held.doneSeenAt else {
+                    hold?.doneSeenAt = now
+                    return
+                }
+                if now < seen + RouteHold.lag { return }
+            }
             if missedTheMove(next) { return }
+            guard reportNow else {
+                hold?.quietUntil = clocks.monotonic()
+                return
+            }
             hold = nil
             _ = reportRoute(Status(snapshot: next), reason: held.reason)
             return
@@ -531,6 +547,8 @@ struct RouteHold {
     /// How long a route change that looks like another client's waits for the output it left to be
     /// reported gone, in seconds.
     static let departureWindow = 0.3
+    /// How long a finished command's own notifications may trail its end, in seconds.
+    static let lag = 0.1
 
     var target: String?
     var request: RouteRequest?
@@ -547,6 +565,8 @@ struct RouteHold {
     var inCall = false
     var deadline: Double
     var quietUntil: Double?
+    /// When this watcher found its intent done with the route not yet where it went (monotonic).
+    var doneSeenAt: Double?
     /// A fresh connection was asked whether this one missed the move (once per hold).
     var askedFresh = false
 
@@ -560,7 +580,10 @@ struct RouteHold {
     }
 
     /// When the watcher should look again without a server change.
-    var wakeAt: Double { min(deadline, quietUntil ?? deadline) }
+    var wakeAt: Double {
+        // Once a fresh connection was asked, the refetch it owes wakes the watcher, not the lag.
+        min(deadline, quietUntil ?? deadline, (askedFresh ? nil : doneSeenAt.map { $0 + RouteHold.lag }) ?? deadline)
+    }
 
     func isDone(_ snapshot: Snapshot) -> Bool {
         if let target { return Status(snapshot: snapshot).output?.id == target }

@@ -257,9 +257,11 @@ import Testing
         let at = clock.clocks.wallMilliseconds()
         store.intents = [RouteIntent(output: "bluez_card.00_11_22_33_44_55", reason: .override, at: at)]
         let server = FakeServer(before)
+        server.clock = clock
+        // After the set is over, a moment for its own notifications (RouteHold.lag), then a fresh connection.
         server.script = [.change(before), .change(a2dp, defaultSeen: false),
                          .run { store.intents.append(RouteIntent(output: "bluez_card.00_11_22_33_44_55", reason: .override, at: at, done: true)) },
-                         .change(a2dp)]
+                         .change(a2dp), .pass(0.2)]
         let events = try run(server, store, apply: false, clock: clock)
         #expect(server.refreshes == 1)
         #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override"])
@@ -282,6 +284,53 @@ import Testing
         let events = try run(server, store, apply: false, clock: clock)
         #expect(routes(events) == ["speaker initial", "unknown (was speaker) route-configuration-change",
                                    "speaker (was unknown) override"])
+    }
+
+    /// A command's intent is done, but this connection still shows the server's transient pick (its
+    /// notifications trail the command's read-back): the watcher waits a moment for them and reports
+    /// one route event, to where the command went.
+    @Test func aFinishedCommandWhoseNotificationsLagIsOneRouteEvent() throws {
+        let all = try fixture("sim/pipewire-all")
+        var transient = all, usb = all
+        transient.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
+        let target = try #require(Status(snapshot: usb).output?.id)
+        for apply in [false, true] {
+            let clock = ManualClock()
+            let store = FakeStore()
+            let at = clock.clocks.wallMilliseconds()
+            let server = FakeServer(all)
+            server.clock = clock
+            server.script = [.run { store.intents.append(RouteIntent(output: target, reason: .override, at: at)) },
+                             .change(transient),
+                             .run { store.intents.append(RouteIntent(output: target, reason: .override, at: at, done: true)) },
+                             .change(transient), .pass(0.01), .change(usb), .pass(0.2)]
+            let events = try run(server, store, apply: apply, clock: clock)
+            #expect(routes(events) == ["speaker initial", "headset (was speaker) override"], "apply: \(apply)")
+        }
+    }
+
+    /// A command's end seen in a change that also brings a device: the device event, then the route.
+    @Test func aCommandsRouteEventFollowsTheDeviceEventsOfItsChange() throws {
+        let laptop = try fixture("sim/pipewire-laptop")
+        let a2dp = try fixture("sim/pipewire-bluetooth-a2dp")
+        let headset = "bluez_card.00_11_22_33_44_55"
+        for apply in [false, true] {
+            let clock = ManualClock()
+            let store = FakeStore()
+            let at = clock.clocks.wallMilliseconds()
+            let server = FakeServer(laptop)
+            server.clock = clock
+            server.script = [.run { store.intents.append(RouteIntent(output: headset, reason: .override, at: at)) },
+                             .change(laptop),
+                             .run { store.intents.append(RouteIntent(output: headset, reason: .override, at: at, done: true)) },
+                             .change(a2dp), .pass(0.2)]
+            let events = try run(server, store, apply: apply, clock: clock)
+            let kinds = events.map(\.type).filter { $0 == "route" || $0.hasPrefix("device-") }
+            #expect(kinds == ["route", "device-added", "route"], "apply: \(apply)")
+            // The reason is the command's, or (watch --apply) the policy's answer to the arrival.
+            #expect(routes(events).last?.hasPrefix("bluetooth (was speaker) ") == true, "apply: \(apply)")
+        }
     }
 
     @Test func anotherClientsPickIsReportedAndRespected() throws {
