@@ -32,8 +32,6 @@ public struct Watch {
     var recentlyAdded: [String: Double] = [:]
     /// Outputs that went in the last second: a route change moments after is the server's reaction.
     var recentlyRemoved: [String: Double] = [:]
-    /// Outputs the route left in the last second: one that goes away just after is why it moved.
-    var routeLeft: [String: Double] = [:]
     /// Whether the last `call` event (or the start) found a call in progress.
     var callActive = false
     /// With --apply: seconds a departed device has to come back before its override clear happens
@@ -145,8 +143,6 @@ public struct Watch {
         for output in change.added { recentlyAdded[output.id] = clock }
         recentlyRemoved = recentlyRemoved.filter { clock - $0.value < Policy.noStealWindow }
         for output in change.removed { recentlyRemoved[output.id] = clock }
-        routeLeft = routeLeft.filter { clock - $0.value < Policy.noStealWindow }
-        if let left = change.previous.output?.id, left != change.current.output?.id { routeLeft[left] = clock }
         let events = Events.diff(change, own: externalSet(change), recentlyAdded: Set(recentlyAdded.keys))
         if let held = hold, let reached = held.reached, let target = held.target,
            change.removed.contains(where: { $0.id == target }) {
@@ -183,7 +179,7 @@ public struct Watch {
         let flickers = returns.filter { $0.1.override != nil && $0.1.override == standing }
         var decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
                                      recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change),
-                                     routeLeft: Set(routeLeft.keys), holdDown: holdDown > 0)
+                                     holdDown: holdDown > 0)
         if !flickers.isEmpty {
             decision.clearOverride = nil
             let status = Status(snapshot: next)

@@ -110,11 +110,11 @@ public enum Policy {
     }
 
     /// `recentlyAdded`, `recentlyRemoved`: the outputs that appeared or went within `noStealWindow`
-    /// before this change. `routeLeft`: the outputs the route left within that window. `holdDown`: a departure's override clear waits (`deferredClear`), and
+    /// before this change. `holdDown`: a departure's override clear waits (`deferredClear`), and
     /// meanwhile the route falls back with the override still standing.
     public static func decide(_ change: Change, state: inout PolicyState, preferences: Preferences,
                               muteOnFallback: Bool, recentlyAdded: Set<String> = [], recentlyRemoved: Set<String> = [],
-                              routeLeft: Set<String> = [], holdDown: Bool = false) -> Decision {
+                              holdDown: Bool = false) -> Decision {
         var decision = Decision()
         let added = change.added.filter(\.route.isExternal)
         let removed = change.removed.filter(\.route.isExternal)
@@ -143,10 +143,9 @@ public enum Policy {
             if clears { decision.clearOverride = "'\(gone.id)' was disconnected" }
             // Rule 3: the device in use went, or the override went with the device that would win,
             // or the server moved the route in reaction to the departure (WirePlumber picks the best
-            // port left, in this change or a moment before it, as the jack's state came in after):
-            // the route goes where the rules say, the next one they rank, else the effective target
-            // (the default, or the call's target in a call, once the override goes).
-            if routeGone(change) != nil || clears || change.routeChanged || routeLeft.contains(gone.id) {
+            // port left): the route goes where the rules say, the next one they rank, else the
+            // effective target (the default, or the call's target in a call, once the override goes).
+            if routeGone(change) != nil || clears || change.routeChanged {
                 let request = choice(change.current, state, defaultTarget: clears ? preferences.baseTarget : preferences.effectiveTarget,
                                      priority: preferences.priority)
                 decision.request = request

@@ -105,28 +105,6 @@ struct PolicyRun {
         })
     }
 
-    /// The server moved the route off the headphones (to the best port left) a moment before the
-    /// jack's state said they were gone: their departure still puts the route where the rules say
-    /// (in a call, the speaker the user chose), not where the server left it.
-    @Test func aDepartureAfterTheServersMoveOffItStillFallsBackByTheRules() throws {
-        let laptop = "alsa_output.pci-0000_00_1f.3.analog-stereo"
-        let phones = "alsa_card.pci-0000_00_1f.3:analog-output-headphones"
-        let plugged = try fixture("laptop").jack(laptop, "analog-output-headphones", .available)
-            .routed(to: laptop, port: "analog-output-headphones")
-        let moved = plugged.routed(to: laptop, port: "analog-output-speaker")
-        let gone = moved.jack(laptop, "analog-output-headphones", .unavailable)
-        let change = Change(previous: moved, current: gone)
-        #expect(change.removed.map(\.id) == [phones] && !change.routeChanged)
-        let preferences = Preferences(callTarget: .speaker)
-        var state = PolicyState(status: Status(snapshot: plugged))
-        let unaware = Policy.decide(change, state: &state, preferences: preferences, muteOnFallback: false)
-        #expect(unaware.request == nil, "without knowing the route just left them, nothing ties the move to them")
-        state = PolicyState(status: Status(snapshot: plugged))
-        let d = Policy.decide(change, state: &state, preferences: preferences, muteOnFallback: false, routeLeft: [phones])
-        #expect(d.request?.target == .speaker)
-        #expect(d.reason == .oldDeviceUnavailable)
-    }
-
     @Test func a2dpToHFPIsACategoryChange() throws {
         let a2dp = try fixture("bluetooth-pulseaudio")
         var hfp = a2dp
