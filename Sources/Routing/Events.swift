@@ -85,7 +85,7 @@ public struct Change: Sendable {
     /// PulseAudio's module-always-sink placeholder ("Dummy Output") appears for the moments a card
     /// has no sink (during a profile switch) and stands for no output at all: it is no device.
     static func present(_ status: Status) -> Set<String> {
-        Set(status.outputs.filter { $0.isAvailable && !$0.isLeaving && $0.cardProfile != "off" && $0.sink != "auto_null" }.map(\.id))
+        Set(status.outputs.filter { $0.isConnected && $0.sink != "auto_null" }.map(\.id))
     }
 
     /// One output per id (a Bluetooth card with two sinks is one device).

@@ -65,7 +65,7 @@ public enum Policy {
     /// devices, most recently connected first. An unlisted HDMI or built-in output is not ranked: the
     /// target decides those.
     public static func ranked(_ status: Status, _ state: PolicyState, priority: [String]) -> [Output] {
-        let present = status.outputs.filter { $0.isAvailable && !$0.isHiddenByJack && !$0.isLeaving && $0.cardProfile != "off" }
+        let present = status.outputs.filter { $0.isConnected && !$0.isHiddenByJack }
         let recent = state.connected.reversed().compactMap { id in present.first { $0.id == id } }
         var ranked: [Output] = []
         func add(_ output: Output) { if !ranked.contains(where: { $0.id == output.id }) { ranked.append(output) } }

@@ -41,6 +41,10 @@ public struct Output: Equatable, Sendable {
     /// A Bluetooth sink whose card has already gone: the headset is disconnecting. Still the device
     /// (same id) while it lasts, but no longer one to route to or to count as present.
     public var isLeaving: Bool { cardName == nil && id.hasPrefix("bluez_card.") }
+
+    /// Still a device of this machine: available, not a headset disconnecting, and not on a card
+    /// switched `off` (a headset PulseAudio is removing, or a card a user turned off).
+    public var isConnected: Bool { isAvailable && !isLeaving && cardProfile != "off" }
 }
 
 /// The kind of an input, for listing: the built-in microphone, a headset's, a Bluetooth one, or other.
