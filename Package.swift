@@ -24,7 +24,10 @@ let package = Package(
         .target(name: "Engine", dependencies: ["Routing"]),
         // The D-Bus service (routectl's interface and the callaudiod drop-in): the only importer of CSystemd.
         .target(name: "Bus", dependencies: ["CSystemd", "Routing"]),
-        .executableTarget(name: "routectl", dependencies: ["Routing", "Engine", "Store", "Pulse", "Bus"]),
+        // C, linked into the executable only: argv for the static Swift runtime without its
+        // /proc/self/maps scan at start-up (Sources/CStartup/argv.c says why).
+        .target(name: "CStartup"),
+        .executableTarget(name: "routectl", dependencies: ["Routing", "Engine", "Store", "Pulse", "Bus", "CStartup"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "Routing"]),
         .testTarget(
             name: "RoutingTests",

@@ -72,6 +72,7 @@ wait_for "a playing stream" sh -c 'pactl list short sink-inputs | grep -q .'
 wait_for "engaged yes" sh -c "[ \"\$('$routectl' query engaged)\" = yes ]"
 expect_eq "playing: engaged yes" yes "$(rc query engaged)"
 expect_eq "playing: other_audio_playing" true "$(rc --json query | json_get other_audio_playing)"
+expect_eq "playing: query other_audio (the field reads the streams too)" yes "$(rc query other_audio)"
 kill "$player"; wait "$player" 2>/dev/null || true; player=
 
 echo "-- devices lists every output with its kind, and marks the active one"

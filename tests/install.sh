@@ -15,6 +15,15 @@ for f in usr/bin/routectl usr/share/man/man1/routectl.1 usr/lib/systemd/user/rou
 	expect_eq "installed: $f" yes "$([ -f "$dest/$f" ] && echo yes || echo no)"
 done
 expect_eq "the binary runs" "$("$root/.build/release/routectl" --version)" "$("$dest/usr/bin/routectl" --version)"
+# The start-up choices of the Makefile (DESIGN.md §7): a runtime that renamed what
+# Sources/CStartup/argv.c stands in for would bring back its /proc/self/maps scan without a word.
+symbols=$(nm "$dest/usr/bin/routectl" 2>/dev/null || true)
+expect_eq "start-up: the Swift runtime's argv scan is not linked (CStartup stands in for it)" no \
+	"$(grep -q 'GLOBAL__sub_I_CommandLine' <<<"$symbols" && echo yes || echo no)"
+expect_eq "start-up: argv comes from CStartup" yes "$(grep -q ' T _swift_stdlib_getUnsafeArgvArgc$' <<<"$symbols" && echo yes || echo no)"
+expect_eq "start-up: libgcc_s is not loaded" "" "$(ldd "$dest/usr/bin/routectl" | grep -o 'libgcc_s[^ ]*' || true)"
+expect_eq "start-up: no relative relocations to the executable's own image (not PIE)" EXEC \
+	"$(readelf -h "$dest/usr/bin/routectl" | awk '/Type:/ {print $2}')"
 expect_eq "the unit runs watch --apply --dbus from PREFIX" "ExecStart=/usr/bin/routectl watch --apply --dbus" \
 	"$(grep '^ExecStart=' "$dest/usr/lib/systemd/user/routectl.service")"
 expect_eq "the unit owns routectl's bus name" "BusName=io.github.routectl" "$(grep '^BusName=' "$dest/usr/lib/systemd/user/routectl.service")"

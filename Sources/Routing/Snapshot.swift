@@ -54,7 +54,7 @@ public struct ServerInfo: Equatable, Sendable {
     }
 
     /// pipewire-pulse reports version 15.0.0 whatever PipeWire's is, so the name is what tells them apart.
-    public var isPipeWire: Bool { name.contains("PipeWire") }
+    public var isPipeWire: Bool { Folded(name).contains("pipewire") }
 
     /// PipeWire's own version, from the name pipewire-pulse gives ("PulseAudio (on PipeWire 0.3.65)").
     public var pipeWireVersion: String? {
@@ -135,14 +135,15 @@ public struct Port: Equatable, Sendable {
     }
 }
 
-/// What tells a sink from a source in `Device`: the two have one shape in pactl's JSON and in what
-/// routing reads, so they are one type with two names.
-public protocol DeviceKind: Sendable {}
-public enum SinkKind: DeviceKind {}
-public enum SourceKind: DeviceKind {}
+/// What tells a sink from a source in `Device` and `Stream`: the two have one shape in pactl's JSON
+/// and in what routing reads, so they are one type with two names. `Kind` is one of these two, and
+/// only a name: the types put no constraint on it, because a protocol requirement there is checked by
+/// the runtime (a scan of every conformance record) the first time each type is used, in every run.
+public enum SinkKind {}
+public enum SourceKind {}
 
 /// A sink or a source (`pa_sink_info` / `pa_source_info`).
-public struct Device<Kind: DeviceKind>: Equatable, Sendable {
+public struct Device<Kind>: Equatable, Sendable {
     public var index: UInt32
     public var name: String
     public var description: String
@@ -262,7 +263,7 @@ public struct CardPort: Equatable, Sendable {
     /// The direction as reported, else as the port's name says it (`analog-output-*`, `[Out] *`).
     public var effectiveDirection: PortDirection? {
         if let direction { return direction }
-        let n = port.name.lowercased()
+        let n = Folded(port.name)
         if n.hasPrefix("[out]") || n.contains("output") || n.hasPrefix("out-") { return .output }
         if n.hasPrefix("[in]") || n.contains("input") || n.hasPrefix("in-") { return .input }
         return nil
@@ -294,7 +295,7 @@ public struct Card: Equatable, Sendable {
 }
 
 /// A stream on a sink (playback) or a source (recording): one shape, two names, as with `Device`.
-public struct Stream<Kind: DeviceKind>: Equatable, Sendable {
+public struct Stream<Kind>: Equatable, Sendable {
     public var index: UInt32
     /// The index of the sink (playback) or source (recording) it is on.
     public var device: UInt32

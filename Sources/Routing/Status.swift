@@ -217,7 +217,7 @@ public struct Status: Equatable, Sendable {
             return .bluetooth
         }
         if port?.type == .headset || port?.type == .headphones { return .headset }
-        let name = port?.name.lowercased() ?? ""
+        let name = Folded(port?.name ?? "")
         if name.contains("headset") || name.contains("headphone") { return .headset }
         switch facts.property("device.form_factor") {
         case "headset", "headphone": return .headset

@@ -24,6 +24,18 @@ enum QueryField: String, CaseIterable {
 
     /// The words `query` accepts, for errors and completions.
     static var words: [String] { allCases.map(\.rawValue) + ["other_audio_playing"] }
+
+    /// What the field's answer is made of, fetched from the server and nothing more: on a machine
+    /// with many devices the sources (a monitor per sink) and the streams cost more than the rest.
+    /// Always the sinks and cards: they say whether the override is stale, which is cleared before any
+    /// answer (the full status reads everything).
+    var parts: SnapshotParts {
+        switch self {
+        case .engaged, .otherAudio: return [.sinks, .cards, .sinkInputs]
+        case .micMuted: return [.sinks, .cards, .sources]
+        default: return [.sinks, .cards]
+        }
+    }
 }
 
 enum Command {

@@ -51,9 +51,10 @@ enum RouteCtl {
                 return write(QueryCommand.render(status ?? Status(snapshot: Snapshot(server: ServerInfo(name: "", version: ""))),
                                                  preferences: preferences, field: field, json: options.json))
             }
-            let snapshot = try ServerAccess.snapshot(options)
+            let snapshot = try ServerAccess.snapshot(options, parts: field?.parts ?? .all)
             let status = Status(snapshot: snapshot)
-            return write(QueryCommand.render(status, preferences: try preferences(for: snapshot, options), field: field, json: options.json))
+            return write(QueryCommand.render(status, preferences: try preferences(for: snapshot, status: status, options),
+                                             field: field, json: options.json))
         case let .set(request):
             try requireServer(options, "set")
             return try RouteCommands.set(request, options)
@@ -122,9 +123,9 @@ enum RouteCtl {
 
     /// The preferences a reading command shows: from the dump with `--snapshot` (the defaults when it
     /// has none), else the live state, with an override that a device change made stale cleared.
-    static func preferences(for snapshot: Snapshot, _ options: GlobalOptions) throws(Failure) -> Preferences {
+    static func preferences(for snapshot: Snapshot, status: Status? = nil, _ options: GlobalOptions) throws(Failure) -> Preferences {
         if options.snapshot != nil { return snapshot.routectl ?? Preferences() }
-        return try State.preferences(State.store(), current: Status(snapshot: snapshot), quiet: options.quiet)
+        return try State.preferences(State.store(), current: status ?? Status(snapshot: snapshot), quiet: options.quiet)
     }
 
     static func write(_ text: String) -> ExitStatus {
@@ -134,11 +135,12 @@ enum RouteCtl {
 
 /// Where a read-only command gets its snapshot: a dump file, or the server.
 enum ServerAccess {
-    static func snapshot(_ options: GlobalOptions) throws(Failure) -> Snapshot {
+    /// `parts` is what is fetched from a server; a dump file is read whole.
+    static func snapshot(_ options: GlobalOptions, parts: SnapshotParts = .all) throws(Failure) -> Snapshot {
         if let path = options.snapshot { return try read(snapshotFile: path) }
         let connection = try connect(options)
         do {
-            return try connection.snapshot(timeout: options.timeout)
+            return try connection.snapshot(timeout: options.timeout, parts: parts)
         } catch {
             throw failure(error)
         }
