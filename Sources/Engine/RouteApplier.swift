@@ -55,6 +55,7 @@ public struct RouteApplier {
         // the default sink before it follow (rule 5).
         let context = PlanContext(preferredInput: preferredInput, inCall: inCall, before: Status(snapshot: snapshot).output,
                                   previousDefaultSink: snapshot.server.defaultSinkName, claimDefault: claimDefault)
+        var overruled = false
         for _ in 0..<4 {
             let plan: Plan
             do { plan = try Planner.plan(snapshot, request, context) } catch { throw .planning(error) }
@@ -82,12 +83,20 @@ public struct RouteApplier {
                 if namesDefault, !Self.settled(snapshot, plan) {
                     // A new default waits a moment for the server, then for a fresh connection's view of it.
                     snapshot = try server.apply([], timeout: Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
-                    if !Self.settled(snapshot, plan) {
+                    if !Self.settled(snapshot, plan), !Self.portOverruled(snapshot, plan) {
                         _ = try server.refreshStaleDefaults(timeout: timeout)
                         snapshot = try server.apply([], timeout: limit - Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
                     }
                 }
-                if !plan.needsReplan { return Result(snapshot: snapshot, plan: plan) }
+                if !plan.needsReplan {
+                    guard !overruled, Self.portOverruled(snapshot, plan) else { return Result(snapshot: snapshot, plan: plan) }
+                    // The planned sink is the default but shows another port: the server chose one after
+                    // routectl did, answering the same event (WirePlumber selecting the best port left
+                    // when a jack is pulled). Once it is quiet, the plan is made and carried out once more.
+                    overruled = true
+                    snapshot = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.05, limit: 1)
+                    continue
+                }
                 if snapshot.server.isPipeWire, !Self.onlyPort(snapshot, plan) {
                     // WirePlumber restores the card's routes for the new profile just after the switch:
                     // choose the port once that burst is over, or WirePlumber undoes it. A sink with one
@@ -112,6 +121,12 @@ public struct RouteApplier {
         }
         guard let sink = snapshot.defaultSink, sink.name == output.sink else { return false }
         return output.port == nil || sink.activePort == output.port
+    }
+
+    /// The default is the planned sink, on another port than the planned one.
+    static func portOverruled(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
+        guard !plan.needsReplan, let output = plan.output, let port = output.port, let sink = snapshot.defaultSink else { return false }
+        return sink.name == output.sink && sink.activePort != port
     }
 
     /// After a profile switch, the sink that carries the planned output has no other port.

@@ -34,6 +34,18 @@ public struct Watch {
     var recentlyRemoved: [String: Double] = [:]
     /// Whether the last `call` event (or the start) found a call in progress.
     var callActive = false
+    /// With --apply: the server moved the route off a card's output to another port of that card,
+    /// the output still there, and nothing answered (it looked like another client's pick). WirePlumber
+    /// does this for a pulled jack, at times a notification before the port is reported unplugged. If
+    /// that output is reported gone within the departure window, the rules answer its departure from
+    /// the snapshot before the move, as when the two come in one notification.
+    var serverMove: ServerMove?
+
+    struct ServerMove {
+        var left: String
+        var before: Snapshot
+        var at: Double
+    }
     /// With --apply: seconds a departed device has to come back before its override clear happens
     /// (0: at once).
     let holdDown: Double
@@ -177,9 +189,11 @@ public struct Watch {
             .filter { $0.1.deadline > now }
         // The override waits on a flicker only when it is the one the device left under.
         let flickers = returns.filter { $0.1.override != nil && $0.1.override == standing }
-        var decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
+        let decided = departureAfterServerMove(change, next, at: now) ?? change
+        var decision = Policy.decide(decided, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
                                      recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change),
                                      holdDown: holdDown > 0)
+        noteServerMove(change, decision, at: now)
         if !flickers.isEmpty {
             decision.clearOverride = nil
             let status = Status(snapshot: next)
@@ -265,6 +279,32 @@ public struct Watch {
         }
         snapshot = after
         return true
+    }
+
+    /// The change to decide on when `change` reports gone the output the server just moved the route
+    /// off (`serverMove`): from the snapshot before that move to now. Nil otherwise; a device arriving
+    /// or a profile switch meanwhile ends the wait.
+    mutating func departureAfterServerMove(_ change: Change, _ next: Snapshot, at now: Double) -> Change? {
+        guard let move = serverMove else { return nil }
+        guard now - move.at <= RouteHold.departureWindow, change.added.isEmpty, change.profileChanged.isEmpty else {
+            serverMove = nil
+            return nil
+        }
+        guard change.removed.contains(where: { $0.id == move.left }) else { return nil }
+        serverMove = nil
+        return Change(previous: move.before, current: next)
+    }
+
+    /// Remembers a move of the route the server made to another port of the same card, with the output
+    /// it left still there, that nothing answered: neither routectl's (no intent explains it) nor the
+    /// rules'. (Called before `snapshot` moves on to the change's new one.)
+    mutating func noteServerMove(_ change: Change, _ decision: Decision, at now: Double) {
+        guard change.routeChanged, decision.isEmpty, change.added.isEmpty, change.removed.isEmpty,
+              hold?.intent == nil, externalSet(change) == nil,
+              let left = change.previous.output, let card = left.cardName, change.current.output?.cardName == card,
+              change.current.outputs.contains(where: { $0.id == left.id && $0.isAvailable }),
+              !ownMoveJustNow(away: left) else { return }
+        serverMove = ServerMove(left: left.id, before: snapshot, at: now)
     }
 
     /// Departures whose hold-down passed without the device coming back: the override they would

@@ -366,6 +366,58 @@ import Testing
     }
 }
 
+/// The phone's headset pulled in a call whose target is the speaker (callaudiod's EnableSpeaker):
+/// WirePlumber selects the best port left (the earpiece) at times a notification before it reports
+/// the headphones unplugged. The rules answer the headset's departure all the same: the speaker.
+@Suite struct ServerMoveBeforeDepartureTests {
+    let phone = "alsa_output.sim-phone.Voice_Call__hw_Phone__sink"
+
+    func scenario(gap: Double) throws -> (FakeServer, [Event]) {
+        var plugged = try fixture("sim/pipewire-phone-voicecall").jack(phone, "[Out] Headphones", .available)
+        plugged.sinks[0].activePort = "[Out] Headphones"
+        var moved = plugged
+        moved.sinks[0].activePort = "[Out] Earpiece"
+        let pulled = moved.jack(phone, "[Out] Headphones", .unavailable)
+        let clock = ManualClock()
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: clock.clocks.wallMilliseconds(), speaker: true)
+        let server = FakeServer(plugged)
+        server.script = [.change(moved), .run { clock.seconds += gap }, .timeout, .change(pulled)]
+        return (server, try WatchTests().run(server, store, apply: true, clock: clock))
+    }
+
+    @Test func theMoveThenTheDepartureIsTheDeparture() throws {
+        let (server, events) = try scenario(gap: 0.05)
+        #expect(server.applied.first?.first == .setSinkPort(sink: phone, port: "[Out] Speaker"))
+        #expect(WatchTests().routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable"])
+    }
+
+    /// The jack's removal reaches routectl first: it selects the speaker, and WirePlumber, answering the
+    /// same jack, selects the earpiece just after. routectl carries its plan out once more.
+    @Test func aPortTheServerChoseJustAfterRoutectlsIsChosenAgain() throws {
+        var plugged = try fixture("sim/pipewire-phone-voicecall").jack(phone, "[Out] Headphones", .available)
+        plugged.sinks[0].activePort = "[Out] Headphones"
+        let pulled = plugged.jack(phone, "[Out] Headphones", .unavailable)
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 0, speaker: true)
+        let server = FakeServer(plugged)
+        server.overruleOnce = { $0.sinks[0].activePort = "[Out] Earpiece" }
+        server.script = [.change(pulled)]
+        let events = try WatchTests().run(server, store, apply: true)
+        let ports = server.applied.flatMap { $0 }.filter { if case .setSinkPort = $0 { return true } else { return false } }
+        #expect(ports == [.setSinkPort(sink: phone, port: "[Out] Speaker"), .setSinkPort(sink: phone, port: "[Out] Speaker")])
+        #expect(server.current.sinks[0].activePort == "[Out] Speaker")
+        #expect(WatchTests().routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable"])
+        #expect(server.refreshes == 0, "not a default this connection missed")
+    }
+
+    @Test func aDepartureLongAfterTheMoveLeavesTheMoveStanding() throws {
+        let (server, events) = try scenario(gap: 2)
+        #expect(server.applied.isEmpty, "the port picked a while before is another client's pick, respected")
+        #expect(WatchTests().routes(events).last == "receiver (was headset) route-configuration-change")
+    }
+}
+
 @Suite struct ServerFallbackTests {
     /// WirePlumber on a pulled headphone jack with an idle headset connected (phone17, issue 15): one
     /// burst marks the headphones unavailable and makes the headset's sink the default, its stand-in

@@ -44,6 +44,9 @@ final class FakeServer: AudioServer {
     var profiles: [String: Snapshot] = [:]
     /// Applied right after a profile switch, as the server's own reaction (a transient default).
     var afterProfileSwitch: ((inout Snapshot) -> Void)?
+    /// The server's own reaction to the next actions carried out, once (WirePlumber choosing a port
+    /// of its own just after routectl's).
+    var overruleOnce: ((inout Snapshot) -> Void)?
     /// Actions the server refuses.
     var refuse: (Action) -> Bool = { _ in false }
     /// Dies in the middle of the next apply.
@@ -76,6 +79,10 @@ final class FakeServer: AudioServer {
         for action in actions {
             if refuse(action) { throw Failure(description: "Failed: \(action): Access denied", isUnreachable: false) }
             carryOut(action)
+        }
+        if !actions.isEmpty, let overrule = overruleOnce {
+            overruleOnce = nil
+            overrule(&current)
         }
         return try snapshot(timeout: timeout)
     }
