@@ -34,11 +34,12 @@ public struct Watch {
     var recentlyRemoved: [String: Double] = [:]
     /// Whether the last `call` event (or the start) found a call in progress.
     var callActive = false
-    /// With --apply: the server moved the route off a card's output to another port of that card,
-    /// the output still there, and nothing answered (it looked like another client's pick). WirePlumber
-    /// does this for a pulled jack, at times a notification before the port is reported unplugged. If
-    /// that output is reported gone within the departure window, the rules answer its departure from
-    /// the snapshot before the move, as when the two come in one notification.
+    /// With --apply: the server moved the route off a card's output, the output still there, and
+    /// nothing answered (it looked like another client's pick). WirePlumber does this at times a
+    /// notification before it reports the output gone: another port of the card for a pulled jack,
+    /// another card's sink for a Bluetooth headset disconnecting. If that output is reported gone
+    /// within the departure window, the rules answer its departure from the snapshot before the
+    /// move, as when the two come in one notification.
     var serverMove: ServerMove?
 
     struct ServerMove {
@@ -295,13 +296,13 @@ public struct Watch {
         return Change(previous: move.before, current: next)
     }
 
-    /// Remembers a move of the route the server made to another port of the same card, with the output
-    /// it left still there, that nothing answered: neither routectl's (no intent explains it) nor the
-    /// rules'. (Called before `snapshot` moves on to the change's new one.)
+    /// Remembers a move of the route off a card's output that nothing answered, the output still
+    /// there: neither routectl's (no intent explains it) nor the rules'. (Called before `snapshot` moves
+    /// on to the change's new one.)
     mutating func noteServerMove(_ change: Change, _ decision: Decision, at now: Double) {
         guard change.routeChanged, decision.isEmpty, change.added.isEmpty, change.removed.isEmpty,
               hold?.intent == nil, externalSet(change) == nil,
-              let left = change.previous.output, let card = left.cardName, change.current.output?.cardName == card,
+              let left = change.previous.output, left.cardName != nil,
               change.current.outputs.contains(where: { $0.id == left.id && $0.isAvailable }),
               !ownMoveJustNow(away: left) else { return }
         serverMove = ServerMove(left: left.id, before: snapshot, at: now)

@@ -348,7 +348,9 @@ import Testing
 
 @Suite struct DepartureTests {
     /// WirePlumber moves the default off a sleeping monitor a notification before pipewire-pulse
-    /// reports its port gone: still the monitor's departure, not another client's pick.
+    /// reports its port gone: still the monitor's departure, not another client's pick. Plain watch
+    /// reports the server's fallback; watch --apply answers the departure by rule 3 as when both come
+    /// in one notification: the USB headset, the external device connected.
     @Test func aMonitorReportedGoneJustAfterTheDefaultLeftIt() throws {
         let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
         var onHDMI = try fixture("sim/pipewire-all")
@@ -356,13 +358,21 @@ import Testing
         var moved = onHDMI
         moved.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
         let gone = moved.jack(hdmi, "hdmi-output-0", .unavailable)
-        for apply in [false, true] {
+        let watching = FakeServer(onHDMI)
+        watching.script = [.change(moved), .change(gone)]
+        #expect(WatchTests().routes(try WatchTests().run(watching, FakeStore(), apply: false))
+            == ["unknown initial", "speaker (was unknown) old-device-unavailable"])
+        #expect(watching.applied.isEmpty)
+        var answers: [[[Action]]] = []
+        for script: [FakeServer.Step] in [[.change(moved), .change(gone)], [.change(gone)]] {
             let server = FakeServer(onHDMI)
-            server.script = [.change(moved), .change(gone)]
-            let events = try WatchTests().run(server, FakeStore(), apply: apply)
-            #expect(WatchTests().routes(events) == ["unknown initial", "speaker (was unknown) old-device-unavailable"], "apply: \(apply)")
-            #expect(server.applied.isEmpty)
+            server.script = script
+            let events = try WatchTests().run(server, FakeStore(), apply: true)
+            #expect(WatchTests().routes(events) == ["unknown initial", "headset (was unknown) old-device-unavailable"])
+            answers.append(server.applied)
         }
+        #expect(answers[0] == answers[1], "the move a notification early changes nothing")
+        #expect(answers[0].first?.first == .setDefaultSink("alsa_output.sim-usb-headset.analog-stereo"))
     }
 }
 
@@ -409,6 +419,25 @@ import Testing
         #expect(server.current.sinks[0].activePort == "[Out] Speaker")
         #expect(WatchTests().routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable"])
         #expect(server.refreshes == 0, "not a default this connection missed")
+    }
+
+    /// A Bluetooth headset disconnecting: WirePlumber makes the laptop's sink the default a
+    /// notification before the headset's sink goes. Rule 3 still picks the next device, the headphones.
+    @Test func aHeadsetReportedGoneJustAfterTheServerMovedTheRouteToAnotherCard() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", bluez = "bluez_output.00_11_22_33_44_55.1"
+        var onHeadset = try fixture("sim/pipewire-bluetooth-a2dp").jack(laptop, "analog-output-headphones", .available)
+        onHeadset.server.defaultSinkName = bluez
+        if let i = onHeadset.sinks.firstIndex(where: { $0.name == laptop }) { onHeadset.sinks[i].activePort = "analog-output-speaker" }
+        var moved = onHeadset
+        moved.server.defaultSinkName = laptop
+        var gone = moved
+        gone.sinks.removeAll { $0.name == bluez }
+        gone.cards.removeAll { $0.name.hasPrefix("bluez_card.") }
+        let server = FakeServer(onHeadset)
+        server.script = [.change(moved), .change(gone)]
+        let events = try WatchTests().run(server, FakeStore(), apply: true)
+        #expect(server.applied.flatMap { $0 }.contains(.setSinkPort(sink: laptop, port: "analog-output-headphones")))
+        #expect(WatchTests().routes(events) == ["bluetooth initial", "headset (was bluetooth) old-device-unavailable"])
     }
 
     @Test func aDepartureLongAfterTheMoveLeavesTheMoveStanding() throws {
