@@ -8,10 +8,14 @@
 // The two functions below are everything CommandLine.cpp.o defines. Defined in an object file of the
 // executable, they keep the linker from taking that member out of the archive, so its constructor is
 // not linked at all. If a later runtime renames them, the member is linked as before: the cost comes
-// back and nothing breaks (the e2e suites run every command through CommandLine.arguments). Where
-// the runtime is a shared library (debug builds), these are not linked: only the routectl executable
-// depends on this target. The semantics are the runtime's: an override wins; no argv is an empty one.
-#include <stddef.h>
+// back and nothing breaks (tests/install.sh says so). Where the runtime is a shared library (debug
+// builds) these are linked too but unused: libswiftCore.so calls its own, which it does not export.
+// The semantics are the runtime's: an override wins; no argv is an empty one.
+//
+// Only with glibc: musl calls .init_array functions with no arguments, so there the runtime keeps its own.
+#include <stdlib.h>  /* NULL, and __GLIBC__ where it is glibc */
+
+#ifdef __GLIBC__
 
 static char **captured_argv;
 static int captured_argc;
@@ -44,3 +48,5 @@ void _swift_stdlib_overrideUnsafeArgvArgc(char **argv, int argc) {
     override_argv = argv;
     override_argc = argc;
 }
+
+#endif

@@ -74,6 +74,8 @@ public struct RouteApplier {
                 announced = RouteIntent(output: output.id, reason: reason, at: clocks.wallMilliseconds())
                 store?.saveIntent(announced!)
             }
+            // The planned sink's port before acting: a third one afterwards is the server's own choice.
+            let portBefore = plan.output?.sink.flatMap { name in snapshot.sinks.first { $0.name == name }?.activePort }
             do {
                 let readBack: ReadBack = lightReadBack && !plan.needsReplan && plan.output?.sink != nil
                     ? .sinks([plan.output!.sink!], over: snapshot) : .snapshot(.all)
@@ -83,13 +85,13 @@ public struct RouteApplier {
                 if namesDefault, !Self.settled(snapshot, plan) {
                     // A new default waits a moment for the server, then for a fresh connection's view of it.
                     snapshot = try server.apply([], timeout: Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
-                    if !Self.settled(snapshot, plan), !Self.portOverruled(snapshot, plan) {
+                    if !Self.settled(snapshot, plan), !Self.portOverruled(snapshot, plan, before: portBefore) {
                         _ = try server.refreshStaleDefaults(timeout: timeout)
                         snapshot = try server.apply([], timeout: limit - Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
                     }
                 }
                 if !plan.needsReplan {
-                    guard !overruled, Self.portOverruled(snapshot, plan) else { return Result(snapshot: snapshot, plan: plan) }
+                    guard !overruled, Self.portOverruled(snapshot, plan, before: portBefore) else { return Result(snapshot: snapshot, plan: plan) }
                     // The planned sink is the default but shows another port: the server chose one after
                     // routectl did, answering the same event (WirePlumber selecting the best port left
                     // when a jack is pulled). Once it is quiet, the plan is made and carried out once more.
@@ -123,10 +125,12 @@ public struct RouteApplier {
         return output.port == nil || sink.activePort == output.port
     }
 
-    /// The default is the planned sink, on another port than the planned one.
-    static func portOverruled(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
-        guard !plan.needsReplan, let output = plan.output, let port = output.port, let sink = snapshot.defaultSink else { return false }
-        return sink.name == output.sink && sink.activePort != port
+    /// The default is the planned sink, on a third port: neither the one it had before routectl acted
+    /// (the change has not shown yet) nor the planned one, which is still there to be chosen.
+    static func portOverruled(_ snapshot: Snapshot, _ plan: Plan, before: String?) -> Bool {
+        guard !plan.needsReplan, let output = plan.output, let port = output.port, let sink = snapshot.defaultSink,
+              sink.name == output.sink, let active = sink.activePort else { return false }
+        return active != port && active != before && sink.ports.contains { $0.name == port && $0.availability != .unavailable }
     }
 
     /// After a profile switch, the sink that carries the planned output has no other port.

@@ -190,7 +190,8 @@ public struct Watch {
             .filter { $0.1.deadline > now }
         // The override waits on a flicker only when it is the one the device left under.
         let flickers = returns.filter { $0.1.override != nil && $0.1.override == standing }
-        let decided = departureAfterServerMove(change, next, at: now) ?? change
+        let early = departureAfterServerMove(change, next, at: now)
+        let decided = early ?? change
         var decision = Policy.decide(decided, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
                                      recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change),
                                      holdDown: holdDown > 0)
@@ -210,7 +211,7 @@ public struct Watch {
             for output in change.removed where output.route.isExternal {
                 let clear = decision.deferredClear.flatMap { $0.device.id == output.id ? $0 : nil }
                 departures[output.id] = Departure(clear: clear, override: clear == nil ? nil : standing, leftAt: now,
-                                                  carried: change.previous.output?.id, deadline: now + holdDown)
+                                                  carried: decided.previous.output?.id, deadline: now + holdDown)
             }
         }
         if decision.reason == .categoryChange, hold?.intent != nil || ownMoveJustNow(away: change.previous.output) {
@@ -273,6 +274,10 @@ public struct Watch {
         if decision.request != nil || decision.clearOverride != nil {
             store.saveDecision(DecisionRecord(reason: decision.reason ?? .override, cause: Self.cause(of: change),
                                               output: steps.current.output?.id, at: clocks.wallMilliseconds()))
+        }
+        if early != nil, decision.request != nil, hold?.intent == nil {
+            // The server's move, held in its departure window, is answered and reported here, as one change.
+            hold = nil
         }
         guard reportRoute(steps.current, reason: decision.reason ?? .override) else { return false }
         for event in Events.diff(steps) where event.type != "route" {

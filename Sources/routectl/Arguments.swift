@@ -25,10 +25,13 @@ enum QueryField: String, CaseIterable {
     /// The words `query` accepts, for errors and completions.
     static var words: [String] { allCases.map(\.rawValue) + ["other_audio_playing"] }
 
+    /// What the full status is made of: everything but the recording streams, which it does not show.
+    static let statusParts: SnapshotParts = [.sinks, .sources, .cards, .sinkInputs]
+
     /// What the field's answer is made of, fetched from the server and nothing more: on a machine
     /// with many devices the sources (a monitor per sink) and the streams cost more than the rest.
     /// Always the sinks and cards: they say whether the override is stale, which is cleared before any
-    /// answer (the full status reads everything).
+    /// answer.
     var parts: SnapshotParts {
         switch self {
         case .engaged, .otherAudio: return [.sinks, .cards, .sinkInputs]

@@ -45,13 +45,13 @@ enum RouteCtl {
             if options.snapshot == nil, let field, [.override, .default, .target].contains(field) {
                 // routectl's own state needs no server; with one, an override a device change made
                 // stale is cleared first, as for the full status.
-                let live = try? ServerAccess.snapshot(options)
+                let live = try? ServerAccess.snapshot(options, parts: [.sinks, .cards])
                 let status = live.map { Status(snapshot: $0) }
                 let preferences = try State.preferences(State.store(), current: status, quiet: options.quiet)
                 return write(QueryCommand.render(status ?? Status(snapshot: Snapshot(server: ServerInfo(name: "", version: ""))),
                                                  preferences: preferences, field: field, json: options.json))
             }
-            let snapshot = try ServerAccess.snapshot(options, parts: field?.parts ?? .all)
+            let snapshot = try ServerAccess.snapshot(options, parts: field?.parts ?? QueryField.statusParts)
             let status = Status(snapshot: snapshot)
             return write(QueryCommand.render(status, preferences: try preferences(for: snapshot, status: status, options),
                                              field: field, json: options.json))

@@ -560,6 +560,24 @@ extension Snapshot {
                                                 "headset (was speaker) new-device-available"], "the route falls back at once, then returns")
     }
 
+    /// The server selected the speaker a notification before it reported the headphones unplugged;
+    /// they come back within the hold-down: the route goes back to them, the output that carried the
+    /// sound when they left, not the speaker the server picked on the way.
+    @Test func aFlickerAfterTheServersEarlyMoveReturnsToTheDevice() throws {
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        var moved = plugged
+        moved.sinks[0].activePort = "analog-output-speaker"
+        let server = FakeServer(plugged)
+        server.script = [.change(moved), .change(moved.jack(laptop, "analog-output-headphones", .unavailable)), .pass(0.5), .change(moved)]
+        let store = FakeStore()
+        store.record = OverrideRecord(target: .headset, setAt: 0, externals: [phones])
+        let events = try run(server, store, holdDown: 2)
+        #expect(events.contains { if case let .flicker(o, _) = $0 { return o.id == phones } else { return false } })
+        #expect(server.current.sinks[0].activePort == "analog-output-headphones")
+        #expect(WatchTests().routes(events).last == "headset (was speaker) new-device-available")
+        #expect(store.record != nil, "the override stays")
+    }
+
     @Test func noReturnClearsTheOverrideWhenTheHoldDownPasses() throws {
         let plugged = try fixture("sim/pulseaudio-laptop-headphones")
         let server = FakeServer(plugged)
