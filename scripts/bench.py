@@ -825,6 +825,11 @@ def shared_server_benches(kind, rows, only):
                 results.append(compare("query route vs pactl get-default-sink",
                                        [ROUTECTL, "query", "route"], ["pactl", "get-default-sink"],
                                        budget(rows, "`routectl query`"), env))
+                # A field fetches what it needs; the full status reads all of it (DESIGN.md §7's
+                # "while reading all status needs"): held to the same budget.
+                results.append(compare("query (full status) vs pactl get-default-sink",
+                                       [ROUTECTL, "query"], ["pactl", "get-default-sink"],
+                                       budget(rows, "`routectl query`"), env))
             if "json-query" in only:
                 results.append(compare("--json query vs pactl -f json list sinks",
                                        [ROUTECTL, "--json", "query"], ["pactl", "-f", "json", "list", "sinks"],
