@@ -92,7 +92,7 @@ public struct RouteApplier {
                 }
                 if !plan.needsReplan {
                     guard !overruled, Self.portOverruled(snapshot, plan, before: portBefore) else { return Result(snapshot: snapshot, plan: plan) }
-                    // The planned sink is the default but shows another port: the server chose one after
+                    // The planned sink is the default but shows a third port: the server chose one after
                     // routectl did, answering the same event (WirePlumber selecting the best port left
                     // when a jack is pulled). Once it is quiet, the plan is made and carried out once more.
                     overruled = true
