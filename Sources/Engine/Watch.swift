@@ -214,8 +214,11 @@ public struct Watch {
                                                   carried: decided.previous.output?.id, deadline: now + holdDown)
             }
         }
-        if decision.reason == .categoryChange, hold?.intent != nil || ownMoveJustNow(away: change.previous.output) {
-            // routectl's own profile switch is under way (set, clear): the card is not flipping by itself.
+        if decision.reason == .categoryChange || decision.reason == .noSuitableRoute,
+           hold?.intent != nil || ownMoveJustNow(away: change.previous.output) {
+            // routectl's own profile switch is under way (set, clear): the card is not flipping by itself,
+            // and its sink gone for a moment (pipewire-pulse can report the new one a notification
+            // later) is that switch, not a route lost.
             decision.request = nil
             decision.reason = nil
         }

@@ -447,6 +447,33 @@ import Testing
     }
 }
 
+/// `set earpiece` on a phone switches the card's profile: its sink goes and the new one comes, at
+/// times a notification apart. A watch --apply that sees the moment between leaves it to the command.
+@Suite struct OwnProfileSwitchTests {
+    @Test func theSinkGoneDuringRoutectlsOwnSwitchIsNotARouteLost() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo"
+        let before = try fixture("sim/pipewire-all")
+        var between = before
+        between.sinks.removeAll { $0.name == laptop }
+        between.server.defaultSinkName = nil
+        let clock = ManualClock()
+        for own in [true, false] {
+            let server = FakeServer(before)
+            let store = FakeStore()
+            if own {
+                server.script = [.run { store.saveIntent(RouteIntent(output: "alsa_card.sim-laptop:analog-output-headphones",
+                                                                     reason: .override, at: clock.clocks.wallMilliseconds())) },
+                                 .change(between)]
+            } else {
+                server.script = [.change(between)]
+            }
+            let events = try WatchTests().run(server, store, apply: true, clock: clock)
+            let lost = WatchTests().routes(events).contains { $0.hasSuffix("no-suitable-route") }
+            #expect(lost == !own, own ? "routectl's own switch: left to it" : "a route lost: the rules answer")
+        }
+    }
+}
+
 @Suite struct ServerFallbackTests {
     /// WirePlumber on a pulled headphone jack with an idle headset connected (phone17, issue 15): one
     /// burst marks the headphones unavailable and makes the headset's sink the default, its stand-in
