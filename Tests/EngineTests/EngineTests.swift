@@ -145,6 +145,16 @@ import Testing
         return events
     }
 
+    /// A command's move (`set`) as watchers see it: its intent, written before it acts...
+    func begins(_ store: FakeStore, _ output: String, at: Int64) -> FakeServer.Step {
+        .run { store.intents.append(RouteIntent(output: output, reason: .override, at: at)) }
+    }
+
+    /// ...and marked done once it has read the route back.
+    func ends(_ store: FakeStore, _ output: String, at: Int64) -> FakeServer.Step {
+        .run { store.intents.append(RouteIntent(output: output, reason: .override, at: at, done: true)) }
+    }
+
     func routes(_ events: [Event]) -> [String] {
         events.compactMap { e in
             guard case let .route(route, previous, reason, _) = e else { return nil }
@@ -260,7 +270,7 @@ import Testing
         server.clock = clock
         // After the set is over, a moment for its own notifications (RouteHold.lag), then a fresh connection.
         server.script = [.change(before), .change(a2dp, defaultSeen: false),
-                         .run { store.intents.append(RouteIntent(output: "bluez_card.00_11_22_33_44_55", reason: .override, at: at, done: true)) },
+                         ends(store, "bluez_card.00_11_22_33_44_55", at: at),
                          .change(a2dp), .pass(0.2)]
         let events = try run(server, store, apply: false, clock: clock)
         #expect(server.refreshes == 1)
@@ -278,8 +288,8 @@ import Testing
         let speaker = try #require(Status(snapshot: all).output?.id)
         let at = clock.clocks.wallMilliseconds()
         let server = FakeServer(all)
-        server.script = [.change(picked), .run { store.intents.append(RouteIntent(output: speaker, reason: .override, at: at)) },
-                         .change(all), .run { store.intents.append(RouteIntent(output: speaker, reason: .override, at: at, done: true)) },
+        server.script = [.change(picked), begins(store, speaker, at: at),
+                         .change(all), ends(store, speaker, at: at),
                          .change(all)]
         let events = try run(server, store, apply: false, clock: clock)
         #expect(routes(events) == ["speaker initial", "unknown (was speaker) route-configuration-change",
@@ -301,9 +311,9 @@ import Testing
             let at = clock.clocks.wallMilliseconds()
             let server = FakeServer(all)
             server.clock = clock
-            server.script = [.run { store.intents.append(RouteIntent(output: target, reason: .override, at: at)) },
+            server.script = [begins(store, target, at: at),
                              .change(transient),
-                             .run { store.intents.append(RouteIntent(output: target, reason: .override, at: at, done: true)) },
+                             ends(store, target, at: at),
                              .change(transient), .pass(0.01), .change(usb), .pass(0.2)]
             let events = try run(server, store, apply: apply, clock: clock)
             #expect(routes(events) == ["speaker initial", "headset (was speaker) override"], "apply: \(apply)")
@@ -321,9 +331,9 @@ import Testing
             let at = clock.clocks.wallMilliseconds()
             let server = FakeServer(laptop)
             server.clock = clock
-            server.script = [.run { store.intents.append(RouteIntent(output: headset, reason: .override, at: at)) },
+            server.script = [begins(store, headset, at: at),
                              .change(laptop),
-                             .run { store.intents.append(RouteIntent(output: headset, reason: .override, at: at, done: true)) },
+                             ends(store, headset, at: at),
                              .change(a2dp), .pass(0.2)]
             let events = try run(server, store, apply: apply, clock: clock)
             let kinds = events.map(\.type).filter { $0 == "route" || $0.hasPrefix("device-") }
