@@ -155,6 +155,19 @@ import Testing
         .run { store.intents.append(RouteIntent(output: output, reason: .override, at: at, done: true)) }
     }
 
+    /// A command moving the route from `start` to `output`, watched: its intent, the changes `during`
+    /// it, its end, then the changes `after` (the server's own clock runs with `.pass`).
+    func command(from start: Snapshot, to output: String, during: [FakeServer.Step], after: [FakeServer.Step],
+                 apply: Bool) throws -> [Event] {
+        let clock = ManualClock()
+        let store = FakeStore()
+        let at = clock.clocks.wallMilliseconds()
+        let server = FakeServer(start)
+        server.clock = clock
+        server.script = [begins(store, output, at: at)] + during + [ends(store, output, at: at)] + after
+        return try run(server, store, apply: apply, clock: clock)
+    }
+
     func routes(_ events: [Event]) -> [String] {
         events.compactMap { e in
             guard case let .route(route, previous, reason, _) = e else { return nil }
@@ -306,16 +319,8 @@ import Testing
         usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
         let target = try #require(Status(snapshot: usb).output?.id)
         for apply in [false, true] {
-            let clock = ManualClock()
-            let store = FakeStore()
-            let at = clock.clocks.wallMilliseconds()
-            let server = FakeServer(all)
-            server.clock = clock
-            server.script = [begins(store, target, at: at),
-                             .change(transient),
-                             ends(store, target, at: at),
-                             .change(transient), .pass(0.01), .change(usb), .pass(0.2)]
-            let events = try run(server, store, apply: apply, clock: clock)
+            let events = try command(from: all, to: target, during: [.change(transient)],
+                                     after: [.change(transient), .pass(0.01), .change(usb), .pass(0.2)], apply: apply)
             #expect(routes(events) == ["speaker initial", "headset (was speaker) override"], "apply: \(apply)")
         }
     }
@@ -326,16 +331,8 @@ import Testing
         let a2dp = try fixture("sim/pipewire-bluetooth-a2dp")
         let headset = "bluez_card.00_11_22_33_44_55"
         for apply in [false, true] {
-            let clock = ManualClock()
-            let store = FakeStore()
-            let at = clock.clocks.wallMilliseconds()
-            let server = FakeServer(laptop)
-            server.clock = clock
-            server.script = [begins(store, headset, at: at),
-                             .change(laptop),
-                             ends(store, headset, at: at),
-                             .change(a2dp), .pass(0.2)]
-            let events = try run(server, store, apply: apply, clock: clock)
+            let events = try command(from: laptop, to: headset, during: [.change(laptop)], after: [.change(a2dp), .pass(0.2)],
+                                     apply: apply)
             let kinds = events.map(\.type).filter { $0 == "route" || $0.hasPrefix("device-") }
             #expect(kinds == ["route", "device-added", "route"], "apply: \(apply)")
             // The reason is the command's, or (watch --apply) the policy's answer to the arrival.
