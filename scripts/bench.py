@@ -251,32 +251,92 @@ def memory_bench(env, watch):
 def jack_bench(env, directory, limit):
     """The laptop's headphone jack, plugged and pulled by writing its control as hardware would: the
     server's own policy switches the port (PulseAudio's module-switch-on-port-available, WirePlumber),
-    `pactl subscribe` sees that sink change, and `watch --apply` reports the route; the budget is
-    routectl's line after the server's own switch."""
+    and `watch --apply` reports the route. The budget is routectl's line after the server's own switch:
+    the `pactl subscribe` line after which the laptop's sink has the new port active
+    (read back by a libpulse client, as the call bench does). The first sink change of a plug is often
+    only the port's availability; WirePlumber switches the port a few milliseconds later."""
     rounds = int(os.environ.get("BENCH_JACKS", "100"))
-    subprocess.check_call(["pactl", "set-default-sink", "alsa_output.sim-laptop.analog-stereo"], env=env)
+    sink = "alsa_output.sim-laptop.analog-stereo"
+    subprocess.check_call(["pactl", "set-default-sink", sink], env=env)
     watch = Reader([ROUTECTL, "watch", "--apply", "--json"], env)
     watch.wait_for('"initial"')
     subscribe = Reader(["pactl", "subscribe"], env)
-    time.sleep(0.3)
-    total, after_server = [], []
-    for i in range(2 * rounds):
-        state = "in" if i % 2 == 0 else "out"
-        watch.drain()
-        subscribe.drain()
-        start = time.perf_counter()
-        subprocess.check_call([SERVER, "jack", directory, "laptop", "headphone", state])
-        seen_ours = watch.wait_for('"type":"route"')
-        seen_server = subscribe.wait_for("'change' on sink")
-        total.append(seen_ours - start)
-        after_server.append(seen_ours - seen_server)
-    subscribe.stop()
-    watch.stop()
+    state = PulseState(env, "alsa_card.sim-laptop")
+    total, after_server, unannounced = [], [], 0
+    try:
+        for i in range(2 * rounds):
+            plugged = i % 2 == 0
+            port = "headphones" if plugged else "speaker"
+            # The laptop's port, default or not: on a pull, `--apply` may route to another output.
+            switched = Milestone(lambda now: port in (state.ports.get(sink) or ""))
+            try:
+                subscribe.quiet(0.15)
+            except TimeoutError as e:
+                raise BenchFailed(f"the laptop's server did not settle: {e}")
+            watch.drain()
+            lines, pending, got = [], False, []
+            start = last = time.perf_counter()
+            switched.since = start
+            subprocess.check_call([SERVER, "jack", directory, "laptop", "headphone", "in" if plugged else "out"])
+            seen_ours = None
+            while switched.at is None or seen_ours is None:
+                if seen_ours is None:
+                    try:
+                        at, line = watch.lines.get_nowait()
+                        got.append(line.strip())
+                        if '"type":"route"' in line:
+                            seen_ours = at
+                        continue
+                    except queue.Empty:
+                        pass
+                try:
+                    at, line = subscribe.lines.get(timeout=0.005)
+                except queue.Empty:
+                    if switched.waiting and switched.at is None and time.perf_counter() - switched.seen > 0.1:
+                        switched.at = switched.seen  # no line came after the check that saw it (Milestone)
+                        continue
+                    if (seen_ours is not None and switched.at is None and not switched.waiting
+                            and time.perf_counter() - last > 0.1):
+                        # PipeWire has switched the port once with no sink or card line after the last
+                        # check: timed from that check, before the switch, which counts against routectl.
+                        last = time.perf_counter()
+                        if switched.holds(state.read()):
+                            switched.at, unannounced = switched.since, unannounced + 1
+                        continue
+                    if time.perf_counter() - start > 5:
+                        raise BenchFailed(f"jack {'in' if plugged else 'out'}: no {port} port, or no route event, within 5 s"
+                                          f" ({describe(state.read())}; routectl printed {got})")
+                    if not pending:
+                        continue
+                else:
+                    last = at
+                    if STATE_EVENT.search(line):
+                        lines.append(at)
+                        pending = True
+                        switched.line(at)
+                if pending and subscribe.lines.empty():
+                    pending = False
+                    began = time.perf_counter()
+                    switched.checked(state.read(), began, lines)
+                    last = time.perf_counter()
+            total.append(seen_ours - start)
+            after_server.append(seen_ours - switched.at)
+    except BenchFailed as e:
+        FAILURES.append(f"jack: {e}")
+        return False
+    finally:
+        state.close()
+        subscribe.stop()
+        watch.stop()
     p99 = percentile(after_server, 99)
     print(f"jack plug/pull to route event, {2 * rounds} jack changes (watch --apply)")
-    print(f"  jack written -> route event   p50 {ms(percentile(total, 50))}  p99 {ms(percentile(total, 99))}")
-    print(f"  server's sink change -> event p50 {ms(percentile(after_server, 50))}  p99 {ms(p99)} "
+    print(f"  jack written -> route event      p50 {ms(percentile(total, 50))}  p99 {ms(percentile(total, 99))}")
+    print(f"  server's port switch -> event    p50 {ms(percentile(after_server, 50))}  p99 {ms(p99)} "
           f"(budget {limit * 1000:.0f} ms p99): " + verdict(p99 <= limit))
+    if unannounced:
+        print(f"  ({unannounced} switches had no sink or card line of their own: timed from the check before)")
+    if os.environ.get("BENCH_DUMP"):
+        print("  slowest:", sorted(round(x * 1000, 1) for x in after_server)[-12:])
     return p99 <= limit
 
 
