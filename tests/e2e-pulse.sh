@@ -86,6 +86,18 @@ watcher=
 expect_eq "watch on SIGTERM: exit 0" 0 "$watch_rc"
 expect_eq "watch on SIGTERM: nothing on stderr" "" "$(cat "$dir/watch.err")"
 
+echo "-- a one-shot command's client leaves the server when routectl exits (no teardown of its own)"
+routectl_clients() { pactl list clients | grep -c 'application.id = "io.github.routectl"' || true; }
+no_routectl_client() { [ "$(routectl_clients)" = 0 ]; }
+wait_for "watch's client gone" no_routectl_client || true
+expect_eq "after watch: no routectl client on the server" 0 "$(routectl_clients)"
+run_rc rc query route
+expect_rc "query route: exit 0" 0
+run_rc rc dump
+expect_rc "dump (two connections): exit 0" 0
+wait_for "one-shot clients gone" no_routectl_client || true
+expect_eq "after query and dump: no routectl client on the server" 0 "$(routectl_clients)"
+
 for kind in headset bluetooth hdmi; do plug "$kind" "sim-$kind"; done
 echo "-- a full non-blocking stdout is waited on, not taken for a closed pipe (EAGAIN)"
 result=$(python3 - "$routectl" <<'PY'

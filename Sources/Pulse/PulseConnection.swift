@@ -100,6 +100,16 @@ public final class PulseConnection {
         pa_mainloop_free(mainloop)
     }
 
+    /// Leaves the connection open until the process exits, and libpulse's teardown undone: for a
+    /// command that ends with its process. The server sees the socket close at exit as it would
+    /// after `pa_context_disconnect` (the native protocol has no goodbye message). The teardown
+    /// would first copy the server's shared ring buffer into fresh pages of the client's own pool
+    /// (~30 page faults), about 0.2 ms of a 4.5 ms `query`, for memory the exit frees anyway.
+    /// Not for a connection that has D-Bus sources attached or outlives its command.
+    public func keepUntilExit() {
+        _ = Unmanaged.passRetained(self)
+    }
+
     /// Ends the connection now; later calls fail as if the server had gone.
     public func disconnect() {
         guard let context else { return }

@@ -146,9 +146,13 @@ enum ServerAccess {
         }
     }
 
-    static func connect(_ options: GlobalOptions) throws(Failure) -> PulseConnection {
+    /// A command's connection. It stays open until routectl exits (`keepUntilExit`), unless
+    /// `endsWithCommand`: `watch`, whose D-Bus service and signal handlers are torn down in order.
+    static func connect(_ options: GlobalOptions, endsWithCommand: Bool = false) throws(Failure) -> PulseConnection {
         do {
-            return try PulseConnection(server: options.server, version: Help.version, timeout: options.timeout)
+            let connection = try PulseConnection(server: options.server, version: Help.version, timeout: options.timeout)
+            if !endsWithCommand { connection.keepUntilExit() }
+            return connection
         } catch {
             throw failure(error)
         }

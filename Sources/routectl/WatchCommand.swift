@@ -15,7 +15,7 @@ enum WatchCommand {
         let lock = apply ? try ApplyLock.acquire(store) : nil
         defer { withExtendedLifetime(lock) {} }
         let preferences = StatePreferences(store)
-        let connection = try ServerAccess.connect(options)
+        let connection = try ServerAccess.connect(options, endsWithCommand: true)
         connection.stopOnSignalsAndClosedOutput()
         let snapshot: Snapshot
         do {
