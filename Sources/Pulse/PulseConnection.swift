@@ -100,7 +100,7 @@ public final class PulseConnection {
         pa_mainloop_free(mainloop)
     }
 
-    /// Leaves the connection open until the process exits, and libpulse's teardown undone: for a
+    /// Leaves the connection open until the process exits, and libpulse's teardown never run: for a
     /// command that ends with its process. The server sees the socket close at exit as it would
     /// after `pa_context_disconnect` (the native protocol has no goodbye message). The teardown
     /// would first copy the server's shared ring buffer into fresh pages of the client's own pool
