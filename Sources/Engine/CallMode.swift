@@ -27,7 +27,7 @@ public struct CallMode {
     /// A server refusal puts everything back as it was and throws: nothing is left half-applied.
     public func start(speaker: Bool, timeout: Double) throws(EngineError) -> Started {
         let before: Snapshot
-        do { before = try server.snapshot(timeout: timeout) } catch { throw .server(error) }
+        do { before = try server.latestSnapshot(timeout: timeout) } catch { throw .server(error) }
         let existing: CallRecord?
         do { existing = try store.callRecord() } catch { throw .state(error) }
         var record: CallRecord
@@ -95,7 +95,7 @@ public struct CallMode {
             throw .state(error)
         }
         var snapshot: Snapshot
-        do { snapshot = try server.snapshot(timeout: timeout) } catch { throw .server(error) }
+        do { snapshot = try server.latestSnapshot(timeout: timeout) } catch { throw .server(error) }
         // Watchers report the whole way back as one route change, reason `call`.
         let intent = RouteIntent(output: record.output ?? "", reason: .call, at: clocks.wallMilliseconds())
         store.saveIntent(intent)

@@ -42,7 +42,7 @@ public struct RouteApplier {
                       reason: RouteChangeReason = .override, lightReadBack: Bool = false, inCall: Bool = false,
                       claimDefault: Bool = false) throws(EngineError) -> Result {
         var snapshot: Snapshot
-        do { snapshot = try initial ?? server.snapshot(timeout: timeout) } catch { throw .server(error) }
+        do { snapshot = try initial ?? server.latestSnapshot(timeout: timeout) } catch { throw .server(error) }
         // Watchers hold their route events while the intent is in progress: say when it is over.
         var announced: RouteIntent?
         defer {

@@ -79,6 +79,7 @@ extension PulseConnection {
     func perform(_ actions: [Action], until deadline: Deadline, subscribing: Bool = false) throws(PulseError) {
         guard !actions.isEmpty || subscribing else { return }
         let ctx = try liveContext("Failed to change the route")
+        if !actions.isEmpty { latest.forget() }
         let batch = RequestBatch()
         if subscribing, !subscribed { try sendSubscribe(in: batch) }
         for action in actions {

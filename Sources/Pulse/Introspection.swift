@@ -39,11 +39,24 @@ extension PulseConnection {
         try snapshot(until: Deadline(seconds: timeout), parts: parts)
     }
 
+    /// The server as this connection last read it whole, when that is still the server: the
+    /// connection is subscribed, no change notification has come since (those already queued are
+    /// taken first) and routectl has not acted since. Otherwise a fresh snapshot of `parts`. For
+    /// the state a request starts from in a long-lived client; one-shot commands read afresh.
+    public func latestSnapshot(timeout: Double, parts: SnapshotParts = .all) throws(PulseError) -> Snapshot {
+        if subscribed {
+            drainQueuedEvents()
+            if let snapshot = latest.current(changes: changes) { return snapshot }
+        }
+        return try snapshot(until: Deadline(seconds: timeout), parts: parts)
+    }
+
     func snapshot(until deadline: Deadline, parts: SnapshotParts) throws(PulseError) -> Snapshot {
         let operation = "Failed to get server information"
         let ctx = try liveContext(operation)
         let builder = SnapshotBuilder()
         consumed = changes
+        let mark = changes, whole = parts == .all && subscribed
         try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
         if parts.contains(.sinks) {
             try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
@@ -63,8 +76,10 @@ extension PulseConnection {
         try collect(builder, until: deadline, operation)
         guard var server = builder.server else { throw PulseError.noEntity(operation) }
         server.serverString = serverString
-        return Snapshot(server: server, sinks: builder.sinks, sources: builder.sources, cards: builder.cards,
-                        sinkInputs: builder.sinkInputs, sourceOutputs: builder.sourceOutputs)
+        let snapshot = Snapshot(server: server, sinks: builder.sinks, sources: builder.sources, cards: builder.cards,
+                                sinkInputs: builder.sinkInputs, sourceOutputs: builder.sourceOutputs)
+        if whole { latest.keep(snapshot, requestedAt: mark) }
+        return snapshot
     }
 
     /// `base` with fresh server information and fresh copies of the sinks named (one round trip);

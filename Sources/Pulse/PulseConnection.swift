@@ -17,6 +17,8 @@ public final class PulseConnection {
     /// may not be in the snapshot, so it is still owed a refetch, even if it arrived during one.
     var consumed = 0
     var subscribed = false
+    /// The last whole snapshot, while nothing has changed since (`latestSnapshot`).
+    var latest = LatestSnapshot()
 
     /// Set once libpulse's signal handling is installed on this loop (`stopOnSignalsAndClosedOutput`).
     var signalsInstalled = false
@@ -118,6 +120,7 @@ public final class PulseConnection {
         pa_context_unref(context)
         self.context = nil
         state = PA_CONTEXT_TERMINATED
+        latest.forget()
     }
 
     /// The address actually connected to. The corresponding C function is `pa_context_get_server`.

@@ -4,6 +4,9 @@
 public protocol AudioServer: AnyObject {
     /// What routectl knows about the server now (these parts), fetched in one pipelined round.
     func snapshot(timeout: Double, parts: SnapshotParts) throws -> Snapshot
+    /// The state a request starts from: what this client last read whole, while that is still the
+    /// server (subscribed, no notification since, no action since), else a fresh snapshot of `parts`.
+    func latestSnapshot(timeout: Double, parts: SnapshotParts) throws -> Snapshot
     /// Asks for change notifications (sinks, sources, streams, cards, the server's defaults).
     func subscribe(timeout: Double) throws
     /// Carries the actions out, then reads the server back until `settled` holds or the time runs out;
@@ -32,6 +35,8 @@ public protocol AudioServer: AnyObject {
 extension AudioServer {
     /// Everything: sinks, sources, cards and streams.
     public func snapshot(timeout: Double) throws -> Snapshot { try snapshot(timeout: timeout, parts: .all) }
+
+    public func latestSnapshot(timeout: Double) throws -> Snapshot { try latestSnapshot(timeout: timeout, parts: .all) }
 
     public func apply(_ actions: [Action], timeout: Double, settled: (Snapshot) -> Bool) throws -> Snapshot {
         try apply(actions, timeout: timeout, readBack: .snapshot(.all), settled: settled)

@@ -33,7 +33,7 @@ extension RouteCommands {
         if let open { connection = open } else { connection = try ServerAccess.connect(options) }
         // Without the override the rules decide: an external device in use keeps the sound (rule 2);
         // else the most recently connected one (headphones a forced speaker was playing over), else the default.
-        let before = try onServer { try connection.snapshot(timeout: options.timeout) }
+        let before = try onServer { try connection.latestSnapshot(timeout: options.timeout) }
         // During a call the call's target stands in for the default (rule 8).
         let call = try State.call(store)
         let preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput,

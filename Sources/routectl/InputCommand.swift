@@ -64,7 +64,7 @@ extension RouteCommands {
     /// MuteMic share. Fails (exit 1) when there is no default input.
     static func setMicMute(_ wanted: Bool?, on connection: PulseConnection, _ options: GlobalOptions) throws(Failure) -> Snapshot {
         try onServer {
-            let before = try connection.snapshot(timeout: options.timeout, parts: [.sources])
+            let before = try connection.latestSnapshot(timeout: options.timeout, parts: [.sources])
             guard let source = before.defaultSource, !source.isMonitor else {
                 throw Failure(status: .failed, message: "No microphone: the server has no default input (see 'routectl input list').")
             }

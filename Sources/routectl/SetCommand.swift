@@ -25,7 +25,7 @@ extension RouteCommands {
         if let open { connection = open } else { connection = try ServerAccess.connect(options) }
         // Without a microphone to choose, an output route needs no sources (hundreds of monitors).
         let light = persistent.preferredInput == nil && !request.target.route.isExternal && call == nil
-        let before = try onServer { try connection.snapshot(timeout: options.timeout, parts: light ? .outputs : .all) }
+        let before = try onServer { try connection.latestSnapshot(timeout: options.timeout, parts: light ? .outputs : .all) }
         // The intent is recorded before acting, so a watcher that sees the switch knows it is routectl's
         // own (reason `override`); a failure puts the previous override back.
         var record = OverrideRecord(target: request.target, device: request.device, setAt: State.now(),

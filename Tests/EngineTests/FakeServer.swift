@@ -67,6 +67,11 @@ final class FakeServer: AudioServer {
         return shown
     }
 
+    /// Always the server now: the fake keeps nothing between requests.
+    func latestSnapshot(timeout: Double, parts: SnapshotParts) throws -> Snapshot {
+        try snapshot(timeout: timeout, parts: parts)
+    }
+
     func subscribe(timeout: Double) throws {}
 
     func apply(_ actions: [Action], timeout: Double, readBack: ReadBack, settled: (Snapshot) -> Bool) throws -> Snapshot {

@@ -64,3 +64,33 @@ import Testing
         #expect(SnapshotParts.outputs.isSuperset(of: [.sinks, .cards, .sinkInputs]))
     }
 }
+
+/// What a long-lived client may answer from without asking the server again.
+@Suite struct LatestSnapshotTests {
+    static let snapshot = Snapshot(server: ServerInfo(name: "pulseaudio", version: "16.1", defaultSinkName: "speaker"))
+
+    @Test func nothingIsKeptUntilAWholeSnapshotIs() {
+        #expect(LatestSnapshot().current(changes: 0) == nil)
+    }
+
+    @Test func theKeptSnapshotStandsWhileNoNotificationCame() {
+        var latest = LatestSnapshot()
+        latest.keep(Self.snapshot, requestedAt: 3)
+        #expect(latest.current(changes: 3) == Self.snapshot)
+    }
+
+    /// One that came while the requests were answered may not be in the snapshot: it is not the server.
+    @Test func aNotificationSinceTheRequestsEndsIt() {
+        var latest = LatestSnapshot()
+        latest.keep(Self.snapshot, requestedAt: 3)
+        #expect(latest.current(changes: 4) == nil)
+    }
+
+    /// An acknowledged action's notifications may still be on their way.
+    @Test func actingEndsIt() {
+        var latest = LatestSnapshot()
+        latest.keep(Self.snapshot, requestedAt: 3)
+        latest.forget()
+        #expect(latest.current(changes: 3) == nil)
+    }
+}
