@@ -185,6 +185,9 @@ def proc_status(pid):
 
 
 def percentile(values, p):
+    """Nearest rank; p50 is the median, the figure the ratios are taken of."""
+    if p == 50:
+        return statistics.median(values)
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
@@ -884,7 +887,7 @@ def call_report(kind, sides, limit):
         ours, theirs = (statistics.median(r["profile"] for r in s.runs) for s in (side, reference))
         print(f"  {side.name}: ratio of medians to the call profile {ours / theirs:.2f}x (for information)")
         ours, theirs = (statistics.median(r["earpiece"] for r in s.runs) for s in (side, reference))
-        print(f"  {side.name}: ratio of medians to the earpiece {ours / theirs:.2f}x (budget {limit:.2f}x): "
+        print(f"  {side.name}: ratio of medians to the earpiece {ours / theirs:.3f}x (budget {limit:.2f}x): "
               f"{verdict(ours / theirs <= limit)}")
         met = met and ours / theirs <= limit
     return met
