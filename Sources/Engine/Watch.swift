@@ -392,7 +392,19 @@ public struct Watch {
             hold = held
         }
         guard let reason = reason ?? hold?.reason else { return true }
+        // A step of a command's move this watcher is late for: it reads the intent only once the
+        // command is done, the route here is not where the command left it, and newer notifications
+        // are already queued. The refetch they bring shows where the move ended, reported then.
+        if hold == nil, lateForFinishedCommand(change), server.hasPendingChanges() { return true }
         return reportOrHold(change.current, reason: reason)
+    }
+
+    /// The route moved somewhere other than where a command that has just finished took it.
+    func lateForFinishedCommand(_ change: Change) -> Bool {
+        guard change.routeChanged, let intent = store.loadIntent(), intent.done,
+              intent.output != change.current.output?.id else { return false }
+        let age = clocks.wallMilliseconds() - intent.at
+        return age >= 0 && age <= Self.finishedExplains
     }
 
     /// A route move routectl announced (its intent, written by `set`, `clear` or a `watch --apply`)
@@ -507,9 +519,12 @@ public struct Watch {
         // A move in progress explains what it reaches; a finished one only the notifications right
         // after it, not a later arrival at the same output (a headset reconnecting).
         let age = clocks.wallMilliseconds() - intent.at
-        guard age <= (intent.done ? 1000 : 5000) else { return nil }
+        guard age <= (intent.done ? Self.finishedExplains : 5000) else { return nil }
         return (output.id, intent.reason)
     }
+
+    /// How long after it began (ms) a finished command still explains what a watcher sees.
+    static let finishedExplains: Int64 = 1000
 
     func preferences() throws(EngineError) -> Preferences {
         do { return try store.preferences() } catch { throw .state(error) }

@@ -42,6 +42,11 @@ extension PulseConnection {
         while !stopRequested, rounds < 64, pa_mainloop_iterate(mainloop, 0, nil) > 0 { rounds += 1 }
     }
 
+    public func hasPendingChanges() -> Bool {
+        drainQueuedEvents()
+        return changes != consumed
+    }
+
     /// Waits for server change notifications not yet covered by a snapshot: true once some arrived
     /// (the whole burst already queued is taken with them), false on a stop request or at the timeout.
     /// Throws when the server goes away.

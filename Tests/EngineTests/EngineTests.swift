@@ -325,6 +325,33 @@ import Testing
         }
     }
 
+    /// This watcher, slow under load, reads the command's intent only once the command is done, and
+    /// its first refetch shows the server's transient pick (a profile switch's sink gone) with more
+    /// notifications already queued: that step of the move is not a route change of its own. One
+    /// route event, to where the command went, as when the watcher kept up.
+    @Test func aWatcherLateForAFinishedCommandReportsWhereTheMoveEnded() throws {
+        let all = try fixture("sim/pipewire-all")
+        var transient = all, usb = all
+        transient.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
+        let target = try #require(Status(snapshot: usb).output?.id)
+        let events = try command(from: all, to: target, during: [], after: [.change(transient), .change(usb), .pass(0.2)],
+                                 apply: false)
+        #expect(routes(events) == ["speaker initial", "headset (was speaker) override"])
+    }
+
+    /// The same late watcher, when the transient pick is all there is (nothing more queued): that is
+    /// where the server is, and it is reported.
+    @Test func aLateWatcherStillReportsARouteNothingNewerFollows() throws {
+        let all = try fixture("sim/pipewire-all")
+        var picked = all, usb = all
+        picked.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
+        let target = try #require(Status(snapshot: usb).output?.id)
+        let events = try command(from: all, to: target, during: [], after: [.change(picked), .pass(0.2)], apply: false)
+        #expect(routes(events) == ["speaker initial", "unknown (was speaker) route-configuration-change"])
+    }
+
     /// A command's end seen in a change that also brings a device: the device event, then the route.
     @Test func aCommandsRouteEventFollowsTheDeviceEventsOfItsChange() throws {
         let laptop = try fixture("sim/pipewire-laptop")

@@ -146,6 +146,13 @@ final class FakeServer: AudioServer {
         return false
     }
 
+    /// A change is next in the script, with nothing before it: its notification is already here.
+    func hasPendingChanges() -> Bool {
+        if owed { return true }
+        if case .change = script.first { return true }
+        return false
+    }
+
     func refreshStaleDefaults(timeout: Double) throws -> Bool {
         guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
         refreshes += 1
