@@ -39,9 +39,11 @@ DESIGN = os.environ.get("ROUTECTL_DESIGN", os.path.join(ROOT, "..", "shared", "D
 def tmpfs_parent():
     """Where the private servers' directories go: a tmpfs, as a session's runtime directory
     (/run/user/UID) is. routectl keeps its runtime state there (override, intent, call), and on a disk
-    file system (ext4 here) replacing a file by rename starts writing it back: ~0.25 ms a file, which
-    `call start` (three files) would pay in the bench and never on a desktop. $ROUTECTL_BENCH_TMP
-    chooses; without a tmpfs at /dev/shm, the default temporary directory is used, said once."""
+    file system (ext4 here) replacing a file by rename starts writing it back: ~0.3 ms a file, which
+    `call start` (three files) would pay in the bench and never on a desktop. The whole directory goes
+    there, the private home (routectl's state.json, the servers' own state) too, which on a desktop is
+    on disk. $ROUTECTL_BENCH_TMP chooses; without a tmpfs at /dev/shm, the default temporary
+    directory is used, said once."""
     chosen = os.environ.get("ROUTECTL_BENCH_TMP")
     if chosen:
         return chosen

@@ -27,6 +27,10 @@ public struct Watch {
     var hold: RouteHold?
     /// The intent (by its time) already turned into a hold: each is adopted once.
     var adoptedIntent: Int64?
+    /// The intent as read once for the change being handled, so that every decision about that change
+    /// sees the same one: a command can finish between two reads (a watcher slow under load saw its
+    /// intent in progress, then done, and held nothing).
+    var intentThisChange: RouteIntent??
     /// Outputs that appeared in the last second, by id, with the monotonic time they did: a switch to
     /// one within that window is the server's reaction to its arrival (DESIGN.md's 1 s window).
     var recentlyAdded: [String: Double] = [:]
@@ -151,6 +155,16 @@ public struct Watch {
 
     /// Reports one change and, with --apply, acts on it. False when stdout is gone.
     mutating func handle(_ change: Change, _ next: Snapshot) throws -> Bool {
+        intentThisChange = .some(store.loadIntent())
+        defer { intentThisChange = nil }
+        if hold == nil, lateForFinishedCommand(change), server.hasPendingChanges() {
+            // Late for a command that has finished (a watcher slow under load): this refetch shows a
+            // step of its move (the route is not where the command left it) and newer notifications
+            // are queued. The whole change waits for the refetch they bring, diffed against the
+            // snapshot before it: nothing is lost or said twice, the move is one route event, and
+            // the rules (watch --apply) decide on where the server ended, not on a step on the way.
+            return true
+        }
         let clock = clocks.monotonic()
         recentlyAdded = recentlyAdded.filter { clock - $0.value < 1 }
         for output in change.added { recentlyAdded[output.id] = clock }
@@ -355,7 +369,7 @@ public struct Watch {
     /// when this watcher, slow under load, took its snapshot in the middle of a move already over. (A
     /// flip of the very device routectl moved to is another client's.)
     func ownMoveJustNow(away output: Output?) -> Bool {
-        guard let output, let card = output.cardName, let intent = store.loadIntent() else { return false }
+        guard let output, let card = output.cardName, let intent = intentNow() else { return false }
         return clocks.wallMilliseconds() - intent.at < Int64(RouteHold.limit * 1000)
             && intent.output != output.id && intent.output.hasPrefix(card + ":")
     }
@@ -392,16 +406,18 @@ public struct Watch {
             hold = held
         }
         guard let reason = reason ?? hold?.reason else { return true }
-        // A step of a command's move this watcher is late for: it reads the intent only once the
-        // command is done, the route here is not where the command left it, and newer notifications
-        // are already queued. The refetch they bring shows where the move ended, reported then.
-        if hold == nil, lateForFinishedCommand(change), server.hasPendingChanges() { return true }
         return reportOrHold(change.current, reason: reason)
+    }
+
+    /// routectl's announced move: the one read for the change being handled, else the file now.
+    func intentNow() -> RouteIntent? {
+        if let read = intentThisChange { return read }
+        return store.loadIntent()
     }
 
     /// The route moved somewhere other than where a command that has just finished took it.
     func lateForFinishedCommand(_ change: Change) -> Bool {
-        guard change.routeChanged, let intent = store.loadIntent(), intent.done,
+        guard change.routeChanged, let intent = intentNow(), intent.done,
               intent.output != change.current.output?.id else { return false }
         let age = clocks.wallMilliseconds() - intent.at
         return age >= 0 && age <= Self.finishedExplains
@@ -413,7 +429,7 @@ public struct Watch {
     /// `reportNow` false: the change being handled has device events, which go out first; a route
     /// event due now is left to the next round (at once).
     mutating func adoptIntent(_ next: Snapshot, reportNow: Bool = true) {
-        guard let intent = store.loadIntent() else { return }
+        guard let intent = intentNow() else { return }
         if let held = hold, held.intent == intent.at, intent.done {
             // The command is over: its route event now, from where it began to where it ended. When
             // this connection does not show it there yet, the command's own notifications may still be
@@ -514,7 +530,7 @@ public struct Watch {
     /// A route change to the output routectl (`set`, `clear`, another `watch --apply`) announced it
     /// was moving to, moments ago, carries that command's reason.
     func externalSet(_ change: Change) -> (outputID: String, reason: RouteChangeReason)? {
-        guard change.routeChanged, let output = change.current.output, let intent = store.loadIntent(),
+        guard change.routeChanged, let output = change.current.output, let intent = intentNow(),
               intent.output == output.id else { return nil }
         // A move in progress explains what it reaches; a finished one only the notifications right
         // after it, not a later arrival at the same output (a headset reconnecting).

@@ -43,11 +43,15 @@ extension PulseConnection {
     /// connection is subscribed, no change notification has come since (those already queued are
     /// taken first) and routectl has not acted since. Otherwise a fresh snapshot of `parts`. For
     /// the state a request starts from in a long-lived client; one-shot commands read afresh.
+    /// A fresh snapshot taken here leaves the notifications it covers owed to the caller's own next
+    /// refetch (`waitForChanges`): a watcher serving a request between its rounds still answers them.
     public func latestSnapshot(timeout: Double, parts: SnapshotParts = .all) throws(PulseError) -> Snapshot {
         if subscribed {
             drainQueuedEvents()
-            if let snapshot = latest.current(changes: changes) { return snapshot }
+            if isConnected, let snapshot = latest.current(changes: changes) { return snapshot }
         }
+        let owed = consumed
+        defer { consumed = owed }
         return try snapshot(until: Deadline(seconds: timeout), parts: parts)
     }
 

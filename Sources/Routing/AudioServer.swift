@@ -14,8 +14,8 @@ public protocol AudioServer: AnyObject {
     func apply(_ actions: [Action], timeout: Double, readBack: ReadBack, settled: (Snapshot) -> Bool) throws -> Snapshot
     /// Blocks until a change notification arrives (true), or a stop request or the timeout (false).
     func waitForChanges(timeout: Double?) throws -> Bool
-    /// Notifications have come that the last snapshot may not show (those already queued are taken
-    /// first, without blocking): what it shows is already outdated.
+    /// Notifications have come since the last snapshot's requests went out (those already queued are
+    /// taken first, without blocking): what it shows may be outdated, and a refetch is owed.
     func hasPendingChanges() -> Bool
     /// A snapshot taken after a change notification, past a server's brief no-default transient.
     func snapshotAfterChange(timeout: Double) throws -> Snapshot

@@ -335,21 +335,50 @@ import Testing
         transient.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
         usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
         let target = try #require(Status(snapshot: usb).output?.id)
-        let events = try command(from: all, to: target, during: [], after: [.change(transient), .change(usb), .pass(0.2)],
-                                 apply: false)
-        #expect(routes(events) == ["speaker initial", "headset (was speaker) override"])
+        for apply in [false, true] {
+            let events = try command(from: all, to: target, during: [], after: [.change(transient), .change(usb), .pass(0.2)],
+                                     apply: apply)
+            #expect(routes(events) == ["speaker initial", "headset (was speaker) override"], "apply: \(apply)")
+        }
     }
 
-    /// The same late watcher, when the transient pick is all there is (nothing more queued): that is
-    /// where the server is, and it is reported.
-    @Test func aLateWatcherStillReportsARouteNothingNewerFollows() throws {
+    /// The same late watcher, when the pick is where the server stays: reported, whether nothing more
+    /// is queued or what is queued only repeats it (a notification the refetch already showed).
+    @Test func aLateWatcherStillReportsWhereTheServerStays() throws {
         let all = try fixture("sim/pipewire-all")
         var picked = all, usb = all
         picked.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
         usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
         let target = try #require(Status(snapshot: usb).output?.id)
-        let events = try command(from: all, to: target, during: [], after: [.change(picked), .pass(0.2)], apply: false)
-        #expect(routes(events) == ["speaker initial", "unknown (was speaker) route-configuration-change"])
+        for after: [FakeServer.Step] in [[.change(picked), .pass(0.2)], [.change(picked), .change(picked), .pass(0.2)]] {
+            for apply in [false, true] {
+                let events = try command(from: all, to: target, during: [], after: after, apply: apply)
+                #expect(routes(events) == ["speaker initial", "unknown (was speaker) route-configuration-change"],
+                        "\(after.count) steps, apply: \(apply)")
+            }
+        }
+    }
+
+    /// A command's move reported, then within the second its device goes with more notifications
+    /// queued: the fallback is still one route event, with the departure as its reason.
+    @Test func aDeviceLeavingJustAfterACommandIsStillReported() throws {
+        let all = try fixture("sim/pipewire-all")
+        let usbSink = "alsa_output.sim-usb-headset.analog-stereo"
+        var usb = all
+        usb.server.defaultSinkName = usbSink
+        let target = try #require(Status(snapshot: usb).output?.id)
+        var unplugged = all
+        let card = try #require(all.sinks.first { $0.name == usbSink }?.card)
+        unplugged.sinks.removeAll { $0.card == card }
+        unplugged.sources.removeAll { $0.card == card }
+        unplugged.cards.removeAll { $0.index == card }
+        for apply in [false, true] {
+            let events = try command(from: all, to: target, during: [],
+                                     after: [.change(usb), .change(unplugged), .change(unplugged), .pass(0.2)], apply: apply)
+            #expect(routes(events) == ["speaker initial", "headset (was speaker) override", "speaker (was headset) old-device-unavailable"],
+                    "apply: \(apply)")
+            #expect(events.filter { $0.type == "device-removed" }.count == 1, "the departure said once, apply: \(apply)")
+        }
     }
 
     /// A command's end seen in a change that also brings a device: the device event, then the route.
