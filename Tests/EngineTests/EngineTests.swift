@@ -168,6 +168,17 @@ import Testing
         return try run(server, store, apply: apply, clock: clock)
     }
 
+    /// PipeWire with every card: as it is (the speaker), with HDMI picked by the server (a transient
+    /// on the way, or another client's choice), and with the USB headset the default (a command's
+    /// target, whose id comes last).
+    func hdmiPickThenUSB() throws -> (Snapshot, Snapshot, Snapshot, String) {
+        let all = try fixture("sim/pipewire-all")
+        var picked = all, usb = all
+        picked.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
+        return (all, picked, usb, try #require(Status(snapshot: usb).output?.id))
+    }
+
     func routes(_ events: [Event]) -> [String] {
         events.compactMap { e in
             guard case let .route(route, previous, reason, _) = e else { return nil }
@@ -313,11 +324,7 @@ import Testing
     /// notifications trail the command's read-back): the watcher waits a moment for them and reports
     /// one route event, to where the command went.
     @Test func aFinishedCommandWhoseNotificationsLagIsOneRouteEvent() throws {
-        let all = try fixture("sim/pipewire-all")
-        var transient = all, usb = all
-        transient.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
-        usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
-        let target = try #require(Status(snapshot: usb).output?.id)
+        let (all, transient, usb, target) = try hdmiPickThenUSB()
         for apply in [false, true] {
             let events = try command(from: all, to: target, during: [.change(transient)],
                                      after: [.change(transient), .pass(0.01), .change(usb), .pass(0.2)], apply: apply)
@@ -330,11 +337,7 @@ import Testing
     /// notifications already queued: that step of the move is not a route change of its own. One
     /// route event, to where the command went, as when the watcher kept up.
     @Test func aWatcherLateForAFinishedCommandReportsWhereTheMoveEnded() throws {
-        let all = try fixture("sim/pipewire-all")
-        var transient = all, usb = all
-        transient.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
-        usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
-        let target = try #require(Status(snapshot: usb).output?.id)
+        let (all, transient, usb, target) = try hdmiPickThenUSB()
         for apply in [false, true] {
             let events = try command(from: all, to: target, during: [], after: [.change(transient), .change(usb), .pass(0.2)],
                                      apply: apply)
@@ -345,11 +348,7 @@ import Testing
     /// The same late watcher, when the pick is where the server stays: reported, whether nothing more
     /// is queued or what is queued only repeats it (a notification the refetch already showed).
     @Test func aLateWatcherStillReportsWhereTheServerStays() throws {
-        let all = try fixture("sim/pipewire-all")
-        var picked = all, usb = all
-        picked.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
-        usb.server.defaultSinkName = "alsa_output.sim-usb-headset.analog-stereo"
-        let target = try #require(Status(snapshot: usb).output?.id)
+        let (all, picked, _, target) = try hdmiPickThenUSB()
         for after: [FakeServer.Step] in [[.change(picked), .pass(0.2)], [.change(picked), .change(picked), .pass(0.2)]] {
             for apply in [false, true] {
                 let events = try command(from: all, to: target, during: [], after: after, apply: apply)
