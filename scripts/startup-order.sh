@@ -29,7 +29,7 @@ n=0
 while read -r args; do
 	n=$((n + 1))
 	# shellcheck disable=SC2086 # the words of each line are the command's arguments
-	valgrind -q --tool=callgrind --compress-strings=no --callgrind-out-file="$work/cg.$n" \
+	valgrind -q --tool=callgrind --demangle=no --compress-strings=no --callgrind-out-file="$work/cg.$n" \
 		"$work/routectl" $args >/dev/null 2>"$work/err.$n" || { cat "$work/err.$n" >&2; exit 1; }
 done <<'EOF'
 query route
