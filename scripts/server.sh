@@ -18,7 +18,8 @@
 # CARDS="laptop hdmi ..." makes start give the server simulated ALSA cards (sim/, kinds: laptop
 # desktop usb-headset hdmi phone phone17), hw:0, hw:1, ... in that order, named
 # alsa_card.sim-KIND (a repeated kind: sim-KIND-2, ...). start returns once every card exists and
-# the server has settled a default sink. JACK is a line of sim/cards/KIND/jacks (headphone, mic,
+# the server has settled a default sink (on PipeWire, once every card has a profile too: a start
+# that left a card without one is made again). JACK is a line of sim/cards/KIND/jacks (headphone, mic,
 # headset, hdmi, lineout); CARD is a kind or a card name (laptop, sim-laptop-2). The simulator's
 # environment (ALSA_CONFIG_PATH, ALSA_CONFIG_UCM2, LD_PRELOAD) is the servers' only, never the
 # clients'; the servers' system bus is $DIR/run/system_bus_socket (nothing there unless a test
