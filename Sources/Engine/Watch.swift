@@ -535,12 +535,14 @@ public struct Watch {
         // A move in progress explains what it reaches; a finished one only the notifications right
         // after it, not a later arrival at the same output (a headset reconnecting).
         let age = clocks.wallMilliseconds() - intent.at
-        guard age <= (intent.done ? Self.finishedExplains : 5000) else { return nil }
+        guard age <= (intent.done ? Self.finishedExplains : Self.inProgressExplains) else { return nil }
         return (output.id, intent.reason)
     }
 
     /// How long after it began (ms) a finished command still explains what a watcher sees.
     static let finishedExplains: Int64 = 1000
+    /// How long after it began (ms) a command still in progress explains the route reaching its target.
+    static let inProgressExplains: Int64 = 5000
 
     func preferences() throws(EngineError) -> Preferences {
         do { return try store.preferences() } catch { throw .state(error) }

@@ -361,13 +361,9 @@ import Testing
     /// A command's move reported, then within the second its device goes with more notifications
     /// queued: the fallback is still one route event, with the departure as its reason.
     @Test func aDeviceLeavingJustAfterACommandIsStillReported() throws {
-        let all = try fixture("sim/pipewire-all")
-        let usbSink = "alsa_output.sim-usb-headset.analog-stereo"
-        var usb = all
-        usb.server.defaultSinkName = usbSink
-        let target = try #require(Status(snapshot: usb).output?.id)
+        let (all, _, usb, target) = try hdmiPickThenUSB()
         var unplugged = all
-        let card = try #require(all.sinks.first { $0.name == usbSink }?.card)
+        let card = try #require(usb.defaultSink?.card)
         unplugged.sinks.removeAll { $0.card == card }
         unplugged.sources.removeAll { $0.card == card }
         unplugged.cards.removeAll { $0.index == card }
