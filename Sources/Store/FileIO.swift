@@ -44,17 +44,24 @@ public enum FileIO {
         defer { close(fd) }
         let size = try requireRegularFile(fd, path)
         guard size <= limit else { throw tooLarge(path, limit) }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(min(size, limit) + 1)
-        // /proc files report size 0: read in chunks until the end, one byte past the limit at most.
-        var chunk = [UInt8](repeating: 0, count: min(65_536, limit + 1))
+        // Read into a buffer of the size fstat gave, one byte past it: a read that fills that byte is a
+        // file that grew or a /proc file (size 0), read on in larger steps, one byte past the limit at most.
+        var bytes = [UInt8](repeating: 0, count: min(size, limit) + 1)
+        var count = 0
         while true {
-            let want = min(chunk.count, limit + 1 - bytes.count)
-            let n = chunk.withUnsafeMutableBytes { buffer in Syscall.retrying { Glibc.read(fd, buffer.baseAddress, want) } }
+            if count == bytes.count {
+                guard count <= limit else { throw tooLarge(path, limit) }
+                bytes += repeatElement(0, count: min(max(count, 4096), limit + 1 - count))
+            }
+            let n = bytes.withUnsafeMutableBytes { buffer in
+                Syscall.retrying { Glibc.read(fd, buffer.baseAddress! + count, buffer.count - count) }
+            }
             if n < 0 { throw FileError(path: path, errno: errno) }
-            if n == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > limit { throw tooLarge(path, limit) }
+            if n == 0 {
+                bytes.removeSubrange(count...)
+                return bytes
+            }
+            count += n
         }
     }
 

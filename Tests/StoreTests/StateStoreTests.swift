@@ -138,8 +138,17 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
             try FileManager.default.removeItem(atPath: store.stateFile)
             try write(#"{"pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#, to: store.stateFile)
             #expect(stateError { try store.loadPersistent() }?.problem.contains("too large") == true)
-            // A /proc file reports size 0 and is read to its end all the same.
+            // A /proc file reports size 0 and is read to its end all the same, past one 4 KiB step too.
             #expect(try FileIO.read("/proc/self/comm").isEmpty == false)
+            let maps = try FileIO.read("/proc/self/maps", limit: 1 << 20)
+            #expect(maps.count > 4096 && maps.last == UInt8(ascii: "\n"))
+            #expect(throws: FileError.self) { try FileIO.read("/proc/self/maps", limit: 4096) }
+            // A regular file is read whole up to the limit, to the byte, and refused one byte past it.
+            let exact = "\(dir)/exact"
+            try write(String(repeating: "y", count: 5000), to: exact)
+            #expect(try FileIO.read(exact, limit: 5000) == Array(repeating: UInt8(ascii: "y"), count: 5000))
+            #expect(try FileIO.read(exact).count == 5000)
+            #expect(throws: FileError(path: exact, errno: EFBIG, problem: "too large: more than 4 KiB")) { try FileIO.read(exact, limit: 4999) }
         }
     }
 
