@@ -113,18 +113,37 @@ extension JSON {
 
     static func writeString(_ s: String, to out: inout String) {
         out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+        // Only ASCII bytes are escaped, so the runs between them start and end on whole scalars (not
+        // always on whole characters: a quote may be the start of one): each run is appended at once,
+        // most strings being one run, not scalar by scalar.
+        let utf8 = s.utf8, scalars = s.unicodeScalars
+        var run = utf8.startIndex
+        var i = run
+        while i != utf8.endIndex {
+            let byte = utf8[i]
+            let escape: String?
+            switch byte {
+            case UInt8(ascii: "\""): escape = "\\\""
+            case UInt8(ascii: "\\"): escape = "\\\\"
+            case UInt8(ascii: "\n"): escape = "\\n"
+            case UInt8(ascii: "\r"): escape = "\\r"
+            case UInt8(ascii: "\t"): escape = "\\t"
+            case ..<0x20:
+                let hex = String(byte, radix: 16)
+                escape = "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: escape = nil
             }
+            if let escape {
+                out += Substring(scalars[run..<i])
+                out += escape
+                run = utf8.index(after: i)
+            }
+            i = utf8.index(after: i)
+        }
+        if run == utf8.startIndex {
+            out += s
+        } else {
+            out += Substring(scalars[run...])
         }
         out += "\""
     }

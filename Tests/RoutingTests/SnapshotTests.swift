@@ -37,6 +37,19 @@ import Testing
         #expect(JSON.string("tab\there\u{01}").text == #""tab\there\u0001""#)
     }
 
+    /// Escapes are written between runs of plain text: each run comes out whole and exact, also where
+    /// an escaped quote starts a character (a combining mark after it) and around multi-byte text.
+    @Test func stringsAreWrittenExactlyAroundEscapes() throws {
+        #expect(JSON.string("").text == #""""#)
+        #expect(JSON.string("Écouteurs 😀").text == "\"Écouteurs 😀\"")
+        #expect(JSON.string("\"\u{301}x").text == "\"\\\"\u{301}x\"")
+        #expect(JSON.string("é\né\u{1F}\\").text == #""é\né\u001f\\""#)
+        #expect(JSON.string("\r\t\u{0}end").text == #""\r\t\u0000end""#)
+        for text in ["a\"\u{301}", "\u{301}\"", "😀\n😀\"", "\"\"", "x\u{7F}y", "tail\\"] {
+            #expect(try JSON.parse(JSON.string(text).text) == .string(text), "\(text.debugDescription)")
+        }
+    }
+
     @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "tru", "\"abc", "1 2", "{\"a\":1,}", "\"\\x\""])
     func rejectsMalformed(text: String) {
         #expect(throws: JSONError.self) { try JSON.parse(text) }
