@@ -17,8 +17,12 @@ out=$root/scripts/startup.order
 command -v valgrind >/dev/null || { echo "startup-order: needs valgrind (apt install valgrind)" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/routectl-order.XXXXXX)
-trap '"$root/scripts/server.sh" stop "$work/server" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-mkdir "$work/server"
+stop() { for dir in server phone; do "$root/scripts/server.sh" stop "$work/$dir" >/dev/null 2>&1 || true; done; rm -rf "$work"; }
+trap stop EXIT
+mkdir "$work/server" "$work/phone"
+# The call commands run on a phone (a UCM card with a call profile), on a second server: call start
+# is budgeted against callaudiod (DESIGN.md §7).
+phone=$(CARDS=phone "$root/scripts/server.sh" start pulseaudio "$work/phone")
 eval "$(CARDS=laptop "$root/scripts/server.sh" start pulseaudio "$work/server")"
 for kind in speaker headset bluetooth hdmi; do "$root/scripts/server.sh" plug "$work/server" "$kind" "order-$kind"; done
 
@@ -26,12 +30,13 @@ for kind in speaker headset bluetooth hdmi; do "$root/scripts/server.sh" plug "$
 strip -g -o "$work/routectl" "$bin"
 nm --defined-only "$work/routectl" | awk '$2 ~ /^[tTwW]$/ { print $3 }' | sort -u >"$work/symbols"
 n=0
-while read -r args; do
+run() {
 	n=$((n + 1))
-	# shellcheck disable=SC2086 # the words of each line are the command's arguments
 	valgrind -q --tool=callgrind --demangle=no --compress-strings=no --callgrind-out-file="$work/cg.$n" \
-		"$work/routectl" $args >/dev/null 2>"$work/err.$n" || { cat "$work/err.$n" >&2; exit 1; }
-done <<'EOF'
+		"$work/routectl" "$@" >/dev/null 2>"$work/err.$n" || { cat "$work/err.$n" >&2; exit 1; }
+}
+# shellcheck disable=SC2086 # the words of each line are the command's arguments
+while read -r args; do run $args; done <<'EOF'
 query route
 query
 --json query
@@ -43,6 +48,9 @@ query
 clear
 input list
 EOF
+eval "$phone"
+run call start
+run call end
 
 # Each function once, in the order the runs first name it; only routectl's own (not libpulse's).
 for i in $(seq 1 "$n"); do sed -n 's/^c\{0,1\}fn=//p' "$work/cg.$i"; done |
