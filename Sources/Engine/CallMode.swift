@@ -18,6 +18,8 @@ public struct CallMode {
 
     public struct Started {
         public var result: RouteApplier.Result
+        /// The result's status (the route read back), derived once.
+        public var status: Status
         public var record: CallRecord
         /// False when a call was already in progress (this start re-applied it).
         public var isNew: Bool
@@ -30,12 +32,13 @@ public struct CallMode {
         do { before = try server.latestSnapshot(timeout: timeout) } catch { throw .server(error) }
         let existing: CallRecord?
         do { existing = try store.callRecord() } catch { throw .state(error) }
+        // Derived once: the record, the ruling and the first plan all read this one.
+        let status = Status(snapshot: before)
         var record: CallRecord
         if let existing {
             record = existing
             if speaker { record.speaker = true }
         } else {
-            let status = Status(snapshot: before)
             let saved: OverrideRecord?
             do { saved = try store.overrideRecord() } catch { throw .state(error) }
             // Not applied yet: watchers wait for the route before they report the call.
@@ -58,13 +61,15 @@ public struct CallMode {
         let preferences: Preferences
         do { preferences = try store.preferences() } catch { throw .state(error) }
         let request = preferences.override.map { RouteRequest(target: $0, force: true) }
-            ?? Policy.ruling(Status(snapshot: before), preferences)
+            ?? Policy.ruling(status, preferences)
         let applier = RouteApplier(server: server, store: store, clocks: clocks)
         do {
-            let result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, reason: .call, inCall: true)
-            try RouteApplier.verify(result)
+            let result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, status: status,
+                                           reason: .call, inCall: true)
+            let after = result.status
+            try RouteApplier.verify(result, status: after)
             if !record.applied { markApplied(&record) }
-            return Started(result: result, record: record, isNew: existing == nil)
+            return Started(result: result, status: after, record: record, isNew: existing == nil)
         } catch {
             if let existing {
                 // A re-apply that failed leaves the call as it was (its speaker flag too).

@@ -38,11 +38,14 @@ public struct RouteApplier {
     /// acted on (what settles a plan), for `set` among hundreds of outputs. `inCall` plans in call mode
     /// (rule 8: call profiles, Bluetooth in HFP, the microphone following the output). `claimDefault`
     /// names the output's sink as the default even when the server already made it so (`PlanContext`).
+    /// `initialStatus` is `initial`'s status when the caller has derived it already.
     public func route(_ request: RouteRequest, preferredInput: String?, timeout: Double, from initial: Snapshot? = nil,
-                      reason: RouteChangeReason = .override, lightReadBack: Bool = false, inCall: Bool = false,
-                      claimDefault: Bool = false) throws(EngineError) -> Result {
+                      status initialStatus: Status? = nil, reason: RouteChangeReason = .override, lightReadBack: Bool = false,
+                      inCall: Bool = false, claimDefault: Bool = false) throws(EngineError) -> Result {
         var snapshot: Snapshot
         do { snapshot = try initial ?? server.latestSnapshot(timeout: timeout) } catch { throw .server(error) }
+        // The status of the snapshot in hand, while it is the one first read: the context and the first plan share it.
+        var status: Status? = (initial != nil ? initialStatus : nil) ?? Status(snapshot: snapshot)
         // Watchers hold their route events while the intent is in progress: say when it is over.
         var announced: RouteIntent?
         defer {
@@ -53,12 +56,13 @@ public struct RouteApplier {
         }
         // Every step is judged against the route before the command (rule 7), and only the streams of
         // the default sink before it follow (rule 5).
-        let context = PlanContext(preferredInput: preferredInput, inCall: inCall, before: Status(snapshot: snapshot).output,
+        let context = PlanContext(preferredInput: preferredInput, inCall: inCall, before: status?.output,
                                   previousDefaultSink: snapshot.server.defaultSinkName, claimDefault: claimDefault)
         var overruled = false
         for _ in 0..<4 {
             let plan: Plan
-            do { plan = try Planner.plan(snapshot, request, context) } catch { throw .planning(error) }
+            do { plan = try Planner.plan(snapshot, request, context, status: status) } catch { throw .planning(error) }
+            status = nil
             if plan.actions.isEmpty, plan.needsReplan {
                 // The output's sink is on its way (its card is there, in the right profile): wait for it.
                 do {
@@ -155,9 +159,10 @@ public struct RouteApplier {
     }
 
     /// Honest reporting (rule 6): a plan to switch that the read-back does not show is a failure.
-    public static func verify(_ result: Result) throws(EngineError) {
+    /// `status` is the result's status when the caller has derived it already.
+    public static func verify(_ result: Result, status known: Status? = nil) throws(EngineError) {
         guard case .switchTo = result.plan.outcome, let wanted = result.plan.output else { return }
-        let status = result.status
+        let status = known ?? result.status
         if status.output?.sink != wanted.sink || (wanted.port != nil && status.output?.port != wanted.port) {
             throw .notSwitched(wanted: wanted.id, route: status.route, actual: status.output?.id)
         }

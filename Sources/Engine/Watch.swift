@@ -348,7 +348,8 @@ public struct Watch {
         let preferences = try self.preferences()
         let status = Status(snapshot: snapshot)
         let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, priority: preferences.priority)
-        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall))
+        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall),
+                                     status: status)
         guard plan?.movesRoute == true else { return true }
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                        reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true)
@@ -577,12 +578,13 @@ public struct Watch {
                 continue
             }
             snapshot = fresh
-            policy = PolicyState(status: Status(snapshot: fresh))
+            let freshStatus = Status(snapshot: fresh)
+            policy = PolicyState(status: freshStatus)
             if apply {
-                clearStaleOverride(Status(snapshot: fresh))
+                clearStaleOverride(freshStatus)
                 let preferences = try self.preferences()
                 do {
-                    let request = Policy.choice(Status(snapshot: fresh), policy, defaultTarget: preferences.effectiveTarget,
+                    let request = Policy.choice(freshStatus, policy, defaultTarget: preferences.effectiveTarget,
                                                 priority: preferences.priority)
                     snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                                  inCall: preferences.inCall, claimDefault: true).snapshot

@@ -115,8 +115,11 @@ public enum Planner {
         try plan(snapshot, request, PlanContext(preferredInput: preferredInput))
     }
 
-    public static func plan(_ snapshot: Snapshot, _ request: RouteRequest, _ context: PlanContext) throws(PlanningError) -> Plan {
-        let status = Status(snapshot: snapshot)
+    /// `known` is the snapshot's own status when the caller has it already: deriving a status is the
+    /// costliest step of planning, and a command plans from the snapshot it has just read.
+    public static func plan(_ snapshot: Snapshot, _ request: RouteRequest, _ context: PlanContext,
+                            status known: Status? = nil) throws(PlanningError) -> Plan {
+        let status = known ?? Status(snapshot: snapshot)
         // Rule 7: the route before the command, not a transient the server picked after routectl's own step.
         let before = context.before ?? status.output
         let external = before.flatMap { old in

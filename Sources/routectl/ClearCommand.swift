@@ -38,9 +38,10 @@ extension RouteCommands {
         let call = try State.call(store)
         let preferences = Preferences(defaultTarget: persistent.defaultTarget, preferredInput: persistent.preferredInput,
                                       callTarget: call?.target, priority: persistent.priority)
-        let request = Policy.ruling(Status(snapshot: before), preferences)
+        let status = Status(snapshot: before)
+        let request = Policy.ruling(status, preferences)
         let result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
-                               from: before, inCall: call != nil)
+                               from: before, status: status, inCall: call != nil)
         do { try store.removeOverride() } catch { throw State.failure(error) }
         return (result, preferences)
     }
@@ -70,7 +71,7 @@ extension RouteCommands {
             }
         case .switchTo:
             // Honest reporting: the read-back, not the acknowledgement, says whether it worked.
-            do { try RouteApplier.verify(result) } catch { throw Failure.from(error) }
+            do { try RouteApplier.verify(result, status: status) } catch { throw Failure.from(error) }
         }
         if let note, !options.quiet { Console.err("routectl: note: \(note)\n") }
         if options.json {

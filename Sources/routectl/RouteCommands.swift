@@ -39,12 +39,12 @@ enum RouteCommands {
 
     /// Plans `request` on the server and carries it out (Engine.RouteApplier), as a Failure when it fails.
     static func route(_ connection: PulseConnection, _ request: RouteRequest, preferredInput: String?,
-                      timeout: Double, from initial: Snapshot? = nil, reason: RouteChangeReason = .override,
+                      timeout: Double, from initial: Snapshot? = nil, status: Status? = nil, reason: RouteChangeReason = .override,
                       lightReadBack: Bool = false, inCall: Bool = false) throws(Failure) -> Result {
         let applier = RouteApplier(server: connection, store: StatePreferences(State.store()), clocks: .system)
         do {
-            return try applier.route(request, preferredInput: preferredInput, timeout: timeout, from: initial, reason: reason,
-                                     lightReadBack: lightReadBack, inCall: inCall)
+            return try applier.route(request, preferredInput: preferredInput, timeout: timeout, from: initial, status: status,
+                                     reason: reason, lightReadBack: lightReadBack, inCall: inCall)
         } catch {
             throw Failure.from(error)
         }

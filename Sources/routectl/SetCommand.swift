@@ -26,15 +26,16 @@ extension RouteCommands {
         // Without a microphone to choose, an output route needs no sources (hundreds of monitors).
         let light = persistent.preferredInput == nil && !request.target.route.isExternal && call == nil
         let before = try onServer { try connection.latestSnapshot(timeout: options.timeout, parts: light ? .outputs : .all) }
+        let statusBefore = Status(snapshot: before)
         // The intent is recorded before acting, so a watcher that sees the switch knows it is routectl's
         // own (reason `override`); a failure puts the previous override back.
         var record = OverrideRecord(target: request.target, device: request.device, setAt: State.now(),
-                                    externals: Status(snapshot: before).externalKeys)
+                                    externals: statusBefore.externalKeys)
         do { try store.saveOverride(record) } catch { throw State.failure(error) }
         var result: Result
         do {
             result = try route(connection, request, preferredInput: persistent.preferredInput, timeout: options.timeout,
-                               from: before, lightReadBack: light, inCall: call != nil)
+                               from: before, status: statusBefore, lightReadBack: light, inCall: call != nil)
         } catch {
             do {
                 if let previous { try store.saveOverride(previous) } else { try store.removeOverride() }
@@ -50,8 +51,9 @@ extension RouteCommands {
             }
             result = RouteApplier.Result(snapshot: unmuted, plan: result.plan)
         }
-        if result.status.externalKeys != record.externals {
-            record.externals = result.status.externalKeys
+        let externals = result.status.externalKeys
+        if externals != record.externals {
+            record.externals = externals
             do { try store.saveOverride(record) } catch { throw State.failure(error) }
         }
         let preferences = Preferences(defaultTarget: persistent.defaultTarget, override: request.target,
