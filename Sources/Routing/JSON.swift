@@ -260,7 +260,19 @@ private struct Parser {
 
     mutating func parseString() throws(JSONError) -> String {
         i += 1
-        var out: [UInt8] = []
+        // Most strings have no escape: up to the first backslash they are the input's own bytes.
+        let start = i
+        while i < bytes.count {
+            let c = bytes[i]
+            if c == UInt8(ascii: "\"") {
+                i += 1
+                return String(decoding: bytes[start..<i - 1], as: UTF8.self)
+            }
+            if c == UInt8(ascii: "\\") { break }
+            if c < 0x20 { throw fail("control character in string") }
+            i += 1
+        }
+        var out = Array(bytes[start..<i])
         while true {
             guard i < bytes.count else { throw fail("unterminated string") }
             let c = bytes[i]

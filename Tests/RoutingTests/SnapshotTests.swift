@@ -37,6 +37,14 @@ import Testing
         #expect(JSON.string("tab\there\u{01}").text == #""tab\there\u0001""#)
     }
 
+    /// A string is read as its bytes up to the first escape, and decoded from there on.
+    @Test func stringsAreReadExactlyAroundEscapes() throws {
+        #expect(try JSON.parse(#"["", "plain é😀", "a\nb\"c", "\u00e9x", "\\"]"#)
+            == .array([.string(""), .string("plain é😀"), .string("a\nb\"c"), .string("éx"), .string("\\")]))
+        #expect(throws: JSONError.self, "a raw control character is refused") { try JSON.parse(bytes: Array("\"ok\u{1}\"".utf8)) }
+        #expect(try JSON.parse(bytes: [0x22, 0x61, 0xFF, 0x22]) == .string("a\u{FFFD}"), "invalid UTF-8 is repaired")
+    }
+
     /// Escapes are written between runs of plain text: each run comes out whole and exact, also where
     /// an escaped quote starts a character (a combining mark after it) and around multi-byte text.
     @Test func stringsAreWrittenExactlyAroundEscapes() throws {
