@@ -863,6 +863,7 @@ def call_report(kind, sides, limit):
           f"p99 {ms(percentile(checks, 99))}, {len(checks) / sum(len(side.runs) for side in sides):.1f} a run "
           f"(pactl get-default-sink + pactl -f json list cards: {ms(statistics.median(spawn)).strip()})")
     ok = True
+    reference = next(side for side in sides if side.who == "callaudiod")
     for side in sides:
         missed = [r for r in side.runs if r["earpiece"] is None]
         if missed:
@@ -870,15 +871,19 @@ def call_report(kind, sides, limit):
             counts = ", ".join(f"{left.count(s)}x {s}" for s in sorted(set(left)))
             passed = [r["passed"] for r in missed if r["passed"] is not None]
             kept = len(side.runs) - len(missed)
-            print(f"  FAILED: {side.who} left the earpiece active in a call profile in {kept or 'none'} of "
-                  f"{len(side.runs)} rounds" + (" (the times above are theirs); in the others it" if kept else "; it")
+            # The reference failing some rounds (WirePlumber putting the speaker back after callaudiod's
+            # switch) is callaudiod's miss, not routectl's: its kept rounds stay the reference, which
+            # favours it. A routectl side that misses one fails the bench.
+            judged = side is reference and kept
+            print(f"  {'NOTE' if judged else 'FAILED'}: {side.who} left the earpiece active in a call profile in "
+                  f"{kept or 'none'} of {len(side.runs)} rounds" + (" (the times above are theirs); in the others it" if kept else "; it")
                   + f" left {counts}"
                   + (f"; the earpiece was active for a moment in {len(passed)} of those, from p50 "
                      f"{ms(percentile(passed, 50)).strip()}" if passed else ""))
-            FAILURES.append(f"call start on {kind}: {side.who} did not leave the earpiece active in a call profile "
-                            f"({len(missed)} of {len(side.runs)} rounds)")
-            ok = False
-    reference = next(side for side in sides if side.who == "callaudiod")
+            if not judged:
+                FAILURES.append(f"call start on {kind}: {side.who} did not leave the earpiece active in a call profile "
+                                f"({len(missed)} of {len(side.runs)} rounds)")
+                ok = False
     if not ok:
         print(f"  ratio of medians to the earpiece: none, not every program kept it (budget {limit:.2f}x): NOT MEASURED")
         return False
@@ -888,7 +893,7 @@ def call_report(kind, sides, limit):
             continue
         ours, theirs = (statistics.median(r["profile"] for r in s.runs) for s in (side, reference))
         print(f"  {side.name}: ratio of medians to the call profile {ours / theirs:.2f}x (for information)")
-        ours, theirs = (statistics.median(r["earpiece"] for r in s.runs) for s in (side, reference))
+        ours, theirs = (statistics.median(r["earpiece"] for r in s.runs if r["earpiece"] is not None) for s in (side, reference))
         print(f"  {side.name}: ratio of medians to the earpiece {ours / theirs:.3f}x (budget {limit:.2f}x): "
               f"{verdict(ours / theirs <= limit)}")
         met = met and ours / theirs <= limit
