@@ -18,8 +18,6 @@ public struct CallMode {
 
     public struct Started {
         public var result: RouteApplier.Result
-        /// The result's status (the route read back), derived once.
-        public var status: Status
         public var record: CallRecord
         /// False when a call was already in progress (this start re-applied it).
         public var isNew: Bool
@@ -66,10 +64,9 @@ public struct CallMode {
         do {
             let result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, status: status,
                                            reason: .call, inCall: true)
-            let after = result.status
-            try RouteApplier.verify(result, status: after)
+            try RouteApplier.verify(result)
             if !record.applied { markApplied(&record) }
-            return Started(result: result, status: after, record: record, isNew: existing == nil)
+            return Started(result: result, record: record, isNew: existing == nil)
         } catch {
             if let existing {
                 // A re-apply that failed leaves the call as it was (its speaker flag too).

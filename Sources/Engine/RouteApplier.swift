@@ -22,14 +22,16 @@ public struct RouteApplier {
     }
 
     public struct Result: Sendable {
-        public var snapshot: Snapshot
-        public var plan: Plan
+        public let snapshot: Snapshot
+        public let plan: Plan
+        /// The route read back, derived once: every command reports it, several read it more than once.
+        public let status: Status
 
         public init(snapshot: Snapshot, plan: Plan) {
             self.snapshot = snapshot
             self.plan = plan
+            status = Status(snapshot: snapshot)
         }
-        public var status: Status { Status(snapshot: snapshot) }
     }
 
     /// Plans `request` and carries it out, switching a card profile first when the target exists only
@@ -159,10 +161,9 @@ public struct RouteApplier {
     }
 
     /// Honest reporting (rule 6): a plan to switch that the read-back does not show is a failure.
-    /// `status` is the result's status when the caller has derived it already.
-    public static func verify(_ result: Result, status known: Status? = nil) throws(EngineError) {
+    public static func verify(_ result: Result) throws(EngineError) {
         guard case .switchTo = result.plan.outcome, let wanted = result.plan.output else { return }
-        let status = known ?? result.status
+        let status = result.status
         if status.output?.sink != wanted.sink || (wanted.port != nil && status.output?.port != wanted.port) {
             throw .notSwitched(wanted: wanted.id, route: status.route, actual: status.output?.id)
         }

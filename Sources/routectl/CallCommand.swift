@@ -27,7 +27,7 @@ enum CallCommand {
         } catch {
             throw Failure.from(error)
         }
-        let status = started.status
+        let status = started.result.status
         if !options.quiet {
             if !started.isNew { Console.err("routectl: note: a call was already in progress; its route is applied again\n") }
             if case let .fellBack(from) = started.result.plan.outcome, from == .earpiece {

@@ -71,7 +71,7 @@ extension RouteCommands {
             }
         case .switchTo:
             // Honest reporting: the read-back, not the acknowledgement, says whether it worked.
-            do { try RouteApplier.verify(result, status: status) } catch { throw Failure.from(error) }
+            do { try RouteApplier.verify(result) } catch { throw Failure.from(error) }
         }
         if let note, !options.quiet { Console.err("routectl: note: \(note)\n") }
         if options.json {

@@ -109,7 +109,7 @@ final class DBusControl: RemoteControl {
         defer { withExtendedLifetime(lock) {} }
         do {
             return try CallMode(server: connection, store: store, clocks: .system).start(speaker: speaker, timeout: options.timeout)
-                .status.route
+                .result.status.route
         } catch {
             throw Failure.from(error)
         }

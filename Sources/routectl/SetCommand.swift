@@ -51,9 +51,8 @@ extension RouteCommands {
             }
             result = RouteApplier.Result(snapshot: unmuted, plan: result.plan)
         }
-        let externals = result.status.externalKeys
-        if externals != record.externals {
-            record.externals = externals
+        if result.status.externalKeys != record.externals {
+            record.externals = result.status.externalKeys
             do { try store.saveOverride(record) } catch { throw State.failure(error) }
         }
         let preferences = Preferences(defaultTarget: persistent.defaultTarget, override: request.target,
