@@ -140,11 +140,7 @@ extension JSON {
             }
             i = utf8.index(after: i)
         }
-        if run == utf8.startIndex {
-            out += s
-        } else {
-            out += Substring(scalars[run...])
-        }
+        out += Substring(scalars[run...])
         out += "\""
     }
 }
