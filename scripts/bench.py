@@ -20,6 +20,8 @@ import tempfile
 import threading
 import time
 
+from private_servers import SERVER, private_server, start_server
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHES = ("query", "json-query", "jack", "bluetooth", "watch", "set", "call")
 # On a shared machine, one bench at a time: `--only call`.
@@ -32,7 +34,6 @@ if not set(ARGS.only) <= set(BENCHES):
     _args.error(f"unknown bench {', '.join(sorted(set(ARGS.only) - set(BENCHES)))} (have {', '.join(BENCHES)})")
 ROUTECTL = os.path.abspath(ARGS.routectl)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "300"))
-SERVER = os.path.join(ROOT, "scripts/server.sh")
 DESIGN = os.environ.get("ROUTECTL_DESIGN", os.path.join(ROOT, "..", "shared", "DESIGN.md"))
 
 
@@ -83,25 +84,6 @@ def budget(rows, prefix):
         if name.startswith(prefix):
             return value
     sys.exit(f"make bench: DESIGN.md §7 has no row starting {prefix!r}")
-
-
-def private_server(kind, directory, cards="", bluetooth=False):
-    """A private server (scripts/server.sh start), and the environment that reaches it."""
-    env = dict(os.environ, CARDS=cards, BLUETOOTH="1" if bluetooth else "")
-    exports = subprocess.check_output([SERVER, "start", kind, directory], text=True, env=env)
-    env = dict(os.environ)
-    for line in exports.splitlines():
-        for assignment in line.removeprefix("export ").split(" "):
-            key, _, value = assignment.partition("=")
-            env[key] = value.strip("'")
-    return env
-
-
-def start_server(kind, directory, cards="", bluetooth=False):
-    env = private_server(kind, directory, cards, bluetooth)
-    for kind in ("speaker", "headset", "bluetooth", "hdmi"):
-        subprocess.check_call([SERVER, "plug", directory, kind, f"bench-{kind}"], env=env)
-    return env
 
 
 def wall(cmd, env):

@@ -16,24 +16,12 @@ import subprocess
 import tempfile
 import time
 
+from private_servers import SERVER, start_server
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVER = os.path.join(ROOT, "scripts/server.sh")
 
 PAIRS = (("query route", "pactl get-default-sink"), ("--json query", "pactl -f json list sinks"))
 PHASES = ("start to loaded", "to connect", "handshake", "to exit", "exit to reaped", "total")
-
-
-def start_server(kind, directory):
-    """As `make bench` starts its query server: the simulated laptop and four null sinks."""
-    exports = subprocess.check_output([SERVER, "start", kind, directory], text=True, env=dict(os.environ, CARDS="laptop"))
-    env = dict(os.environ)
-    for line in exports.splitlines():
-        for assignment in line.removeprefix("export ").split(" "):
-            key, _, value = assignment.partition("=")
-            env[key] = value.strip("'")
-    for device in ("speaker", "headset", "bluetooth", "hdmi"):
-        subprocess.check_call([SERVER, "plug", directory, device, f"phases-{device}"], env=env)
-    return env
 
 
 def stamps(cmd, env, out):
@@ -64,7 +52,7 @@ def main():
         directory = os.path.join(top, "server")
         os.mkdir(directory)
         try:
-            env = start_server(opts.server, directory)
+            env = start_server(opts.server, directory, cards="laptop")
             env.update(LD_PRELOAD=library, PHASES_OUT=os.path.join(top, "stamps"))
             commands = [cmd for ours, theirs in PAIRS for cmd in ([opts.routectl] + ours.split(), theirs.split())]
             times = {i: [] for i in range(len(commands))}
