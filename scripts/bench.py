@@ -856,13 +856,13 @@ def call_report(kind, sides, limit):
             # The reference failing some rounds (WirePlumber putting the speaker back after callaudiod's
             # switch) is callaudiod's miss, not routectl's: its kept rounds stay the reference, which
             # favours it. A routectl side that misses one fails the bench.
-            judged = side is reference and kept
-            print(f"  {'NOTE' if judged else 'FAILED'}: {side.who} left the earpiece active in a call profile in "
+            reference_miss = side is reference and kept > 0
+            print(f"  {'NOTE' if reference_miss else 'FAILED'}: {side.who} left the earpiece active in a call profile in "
                   f"{kept or 'none'} of {len(side.runs)} rounds" + (" (the times above are theirs); in the others it" if kept else "; it")
                   + f" left {counts}"
                   + (f"; the earpiece was active for a moment in {len(passed)} of those, from p50 "
                      f"{ms(percentile(passed, 50)).strip()}" if passed else ""))
-            if not judged:
+            if not reference_miss:
                 FAILURES.append(f"call start on {kind}: {side.who} did not leave the earpiece active in a call profile "
                                 f"({len(missed)} of {len(side.runs)} rounds)")
                 ok = False
