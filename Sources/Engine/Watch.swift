@@ -27,6 +27,9 @@ public struct Watch {
     var hold: RouteHold?
     /// The intent (by its time) already turned into a hold: each is adopted once.
     var adoptedIntent: Int64?
+    /// Announced moves (by their time) whose output this watcher has seen the route on since: each
+    /// explains one arrival there (`externalSet`).
+    var reachedMoves: Set<Int64> = []
     /// The intent as read once for the change being handled, so that every decision about that change
     /// sees the same one: a command can finish between two reads (a watcher slow under load saw its
     /// intent in progress, then done, and held nothing).
@@ -171,6 +174,7 @@ public struct Watch {
         recentlyRemoved = recentlyRemoved.filter { clock - $0.value < Policy.noStealWindow }
         for output in change.removed { recentlyRemoved[output.id] = clock }
         let events = Events.diff(change, own: externalSet(change), recentlyAdded: Set(recentlyAdded.keys))
+        noteMovesReached(change.current.output?.id)
         if let held = hold, let reached = held.reached, let target = held.target,
            change.removed.contains(where: { $0.id == target }) {
             // The move got there, then its device went (a headset disconnecting as it was chosen):
@@ -529,15 +533,33 @@ public struct Watch {
     }
 
     /// A route change to the output routectl (`set`, `clear`, another `watch --apply`) announced it
-    /// was moving to, moments ago, carries that command's reason.
+    /// was moving to, moments ago, carries that command's reason. The move may be one announced
+    /// before the latest (a watcher slower than the commands handles a `set`'s move after `watch
+    /// --apply` has announced its fallback from it), if this watcher has not seen the route reach its
+    /// output already (`reachedMoves`): each move explains one arrival.
     func externalSet(_ change: Change) -> (outputID: String, reason: RouteChangeReason)? {
-        guard change.routeChanged, let output = change.current.output, let intent = intentNow(),
-              intent.output == output.id else { return nil }
+        guard change.routeChanged, let output = change.current.output, let latest = intentNow() else { return nil }
+        let intent: RouteIntent
+        if latest.output == output.id {
+            intent = latest
+        } else if let earlier = latest.earlier.first(where: { $0.output == output.id && !reachedMoves.contains($0.at) }) {
+            intent = earlier
+        } else {
+            return nil
+        }
         // A move in progress explains what it reaches; a finished one only the notifications right
         // after it, not a later arrival at the same output (a headset reconnecting).
         let age = clocks.wallMilliseconds() - intent.at
         guard age <= (intent.done ? Self.finishedExplains : Self.inProgressExplains) else { return nil }
         return (output.id, intent.reason)
+    }
+
+    /// Notes the announced moves (by their time) to `output`, where the route is now.
+    mutating func noteMovesReached(_ output: String?) {
+        guard let latest = intentNow() else { return reachedMoves.removeAll() }
+        let moves = [latest] + latest.earlier
+        reachedMoves = reachedMoves.filter { at in moves.contains { $0.at == at } }
+        for move in moves where move.output == output { reachedMoves.insert(move.at) }
     }
 
     /// How long after it began (ms) a finished command still explains what a watcher sees.

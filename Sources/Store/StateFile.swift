@@ -108,11 +108,15 @@ public struct StateFile<Record: StateRecord>: Sendable {
     /// Writes `record`, keeping the members of the file on disk that this routectl does not know
     /// (a newer one's). A file it cannot read, or of a newer version, is left alone: an error.
     /// Callers hold the file's lock (`withLock`) when what they write depends on what they read.
-    public func save(_ record: Record) throws(StateError) {
+    /// `merge`, when given, makes what is written from `record` and the record on disk (nil when there
+    /// is none, or it is not one this routectl reads), from the one read that keeps the members.
+    public func save(_ record: Record, merging merge: ((Record, Record?) -> Record)? = nil) throws(StateError) {
         try directory.prepare()
+        let existing = try readObject()
+        let record = merge.map { $0(record, existing.flatMap { try? Record(fields: Fields(json: $0)) }) } ?? record
         let fields = record.fields
         var members: [(String, JSON)] = [("version", .int(Record.version))] + fields
-        if let existing = try readObject()?.objectValue {
+        if let existing = existing?.objectValue {
             let known = Set(fields.map(\.0) + ["version"])
             members += existing.filter { !known.contains($0.0) }
         }

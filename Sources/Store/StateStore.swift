@@ -110,19 +110,21 @@ public struct StateStore: Sendable {
 
     // MARK: Intent
 
+    /// Writes `intent` over the one on disk, keeping the moves it supersedes (`RouteIntent.superseding`).
     public func saveIntent(_ intent: RouteIntent) throws(StateError) {
-        try saveAdvisory(intent, in: self.intent)
+        try saveAdvisory(intent, in: self.intent) { $0.superseding($1) }
     }
 
     /// Writes an advisory file (intent, decision, muted): one that cannot be read or is of a newer
     /// routectl is replaced, since keeping it would silence every later record.
-    func saveAdvisory<Record: StateRecord>(_ record: Record, in file: StateFile<Record>?) throws(StateError) {
+    func saveAdvisory<Record: StateRecord>(_ record: Record, in file: StateFile<Record>?,
+                                           merging merge: ((Record, Record?) -> Record)? = nil) throws(StateError) {
         guard let file else { return }
         do {
-            try file.save(record)
+            try file.save(record, merging: merge)
         } catch {
             try file.remove()
-            try file.save(record)
+            try file.save(record, merging: merge)
         }
     }
 
@@ -232,10 +234,21 @@ extension RouteIntent: StateRecord {
         guard let reason = RouteChangeReason(rawValue: word) else { throw FieldError(key: "reason", problem: "unknown reason '\(word)'") }
         guard let at = try fields.optionalInt("at") else { throw FieldError(key: "at", problem: "missing") }
         self.init(output: try fields.string("output"), reason: reason, at: at, done: try fields.optionalBool("done") ?? true)
+        // Advisory history: an entry this routectl cannot read is left out, not an error.
+        earlier = (fields.json["earlier"]?.arrayValue ?? []).compactMap { item in
+            guard item.objectValue != nil, var move = try? RouteIntent(fields: Fields(json: item)) else { return nil }
+            move.earlier = []
+            return move
+        }
     }
 
     public var fields: [(String, JSON)] {
-        [("output", .string(output)), ("reason", .string(reason.rawValue)), ("at", .int(at)), ("done", .bool(done))]
+        Self.move(self) + [("earlier", .array(earlier.map { .object(Self.move($0)) }))]
+    }
+
+    static func move(_ intent: RouteIntent) -> [(String, JSON)] {
+        [("output", .string(intent.output)), ("reason", .string(intent.reason.rawValue)), ("at", .int(intent.at)),
+         ("done", .bool(intent.done))]
     }
 }
 

@@ -391,6 +391,50 @@ import Testing
         }
     }
 
+    /// A headset connected moments ago; `set bluetooth` moves to it, and it disconnects as the set
+    /// ends. `watch --apply` announces its fallback before this plain watcher has handled the set's
+    /// move: the move is still the set's (override), not the headset's arrival, and the fallback is
+    /// the departure's.
+    @Test(arguments: [true, false]) func aCommandsMoveOverwrittenByTheFallbackKeepsItsReason(policyRunning: Bool) throws {
+        let laptop = try fixture("sim/pipewire-laptop")
+        var connected = try fixture("sim/pipewire-bluetooth-a2dp")
+        connected.server.defaultSinkName = laptop.server.defaultSinkName
+        var moved = connected
+        moved.server.defaultSinkName = try #require(connected.sinks.first { $0.name.hasPrefix("bluez_") }?.name)
+        let gone = laptop
+        let headset = "bluez_card.00_11_22_33_44_55"
+        let speaker = try #require(Status(snapshot: laptop).output?.id)
+        let clock = ManualClock()
+        let store = FakeStore()
+        store.policyRunning = policyRunning
+        let server = FakeServer(laptop)
+        server.clock = clock
+        let t = clock.clocks.wallMilliseconds()
+        func intent(_ output: String, _ reason: RouteChangeReason, at: Int64, done: Bool = false) -> FakeServer.Step {
+            .run { store.intents.append(RouteIntent(output: output, reason: reason, at: at, done: done)) }
+        }
+        server.script = [
+            // The headset connects; watch --apply moves to it (rule 3).
+            .change(connected), intent(headset, .newDeviceAvailable, at: t), .change(moved),
+            intent(headset, .newDeviceAvailable, at: t, done: true), .pass(0.1),
+            // `set speaker --force`.
+            intent(speaker, .override, at: t + 100), .change(connected), intent(speaker, .override, at: t + 100, done: true),
+            .pass(0.1),
+            // `set bluetooth`; the headset disconnects as it ends and watch --apply falls back, all
+            // before this watcher has taken the set's move in.
+            intent(headset, .override, at: t + 200), intent(headset, .override, at: t + 200, done: true),
+            intent(speaker, .oldDeviceUnavailable, at: t + 210), intent(speaker, .oldDeviceUnavailable, at: t + 210, done: true),
+            .change(moved), .pass(0.01), .change(gone), .pass(0.3),
+            // The headset comes back at once and the server moves to it: its arrival, which the set's
+            // move, seen here already, does not explain a second time.
+            .change(moved), .pass(0.3),
+        ]
+        let events = try run(server, store, apply: false, clock: clock)
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) new-device-available", "speaker (was bluetooth) override",
+                                   "bluetooth (was speaker) override", "speaker (was bluetooth) old-device-unavailable",
+                                   "bluetooth (was speaker) new-device-available"], "watch --apply running: \(policyRunning)")
+    }
+
     @Test func anotherClientsPickIsReportedAndRespected() throws {
         let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
         let all = try fixture("sim/pipewire-all")

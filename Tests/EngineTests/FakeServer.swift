@@ -230,7 +230,8 @@ final class FakeStore: PreferenceStore {
 
     func saveIntent(_ intent: RouteIntent) { intents.append(intent) }
 
-    func loadIntent() -> RouteIntent? { intents.last }
+    /// The last intent, written over the ones before it as the state store writes it.
+    func loadIntent() -> RouteIntent? { intents.reduce(nil) { $1.superseding($0) } }
 }
 
 /// A clock that only moves when told.

@@ -51,6 +51,36 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
         }
     }
 
+    /// Each intent written keeps the moves it supersedes from the last 5 s, at most three, newest
+    /// first; marking a move done keeps them; an entry this routectl cannot read is left out.
+    @Test func anIntentKeepsTheMovesItSupersedes() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            let set = RouteIntent(output: "headset", reason: .override, at: 10_000)
+            try store.saveIntent(set)
+            try store.saveIntent(RouteIntent(output: "headset", reason: .override, at: 10_000, done: true))
+            let fallback = RouteIntent(output: "speaker", reason: .oldDeviceUnavailable, at: 10_020)
+            try store.saveIntent(fallback)
+            var done = fallback
+            done.done = true
+            try store.saveIntent(done)
+            let setDone = RouteIntent(output: "headset", reason: .override, at: 10_000, done: true)
+            #expect(store.loadIntent() == RouteIntent(output: "speaker", reason: .oldDeviceUnavailable, at: 10_020, done: true,
+                                                      earlier: [setDone]))
+            let text = String(decoding: try #require(bytes("\(dir)/routectl/intent.json")), as: UTF8.self)
+            #expect(text.contains(#""earlier":[{"output":"headset","reason":"override","at":10000,"done":true}]"#), "\(text)")
+            for (i, at) in [11_000, 12_000, 13_000].enumerated() {
+                try store.saveIntent(RouteIntent(output: "o\(i)", reason: .override, at: Int64(at), done: true))
+            }
+            #expect(store.loadIntent()?.earlier.map(\.at) == [12_000, 11_000, 10_020], "three kept, newest first")
+            try store.saveIntent(RouteIntent(output: "late", reason: .override, at: 16_500))
+            #expect(store.loadIntent()?.earlier.map(\.at) == [13_000, 12_000], "older than 5 s: gone")
+            try write(#"{"version": 1, "output": "x", "reason": "override", "at": 20000, "done": true, "earlier": [{"output": 1}, 7, {"output": "y", "reason": "override", "at": 19000}]}"#,
+                      to: "\(dir)/routectl/intent.json")
+            #expect(store.loadIntent()?.earlier == [RouteIntent(output: "y", reason: .override, at: 19_000, done: true)])
+        }
+    }
+
     @Test func aCorruptFileIsAnErrorNamingItAndIsLeftAlone() throws {
         try withScratch { dir in
             let store = StateStore(stateHome: dir, runtimeDir: dir)
