@@ -34,6 +34,9 @@ public struct Watch {
     /// sees the same one: a command can finish between two reads (a watcher slow under load saw its
     /// intent in progress, then done, and held nothing).
     var intentThisChange: RouteIntent??
+    /// The announced move that explains the change being handled (`externalSet`), found once: seeing
+    /// the route reach a move's output spends it, so a second search would answer differently.
+    var ownThisChange: (outputID: String, reason: RouteChangeReason)??
     /// Outputs that appeared in the last second, by id, with the monotonic time they did: a switch to
     /// one within that window is the server's reaction to its arrival (DESIGN.md's 1 s window).
     var recentlyAdded: [String: Double] = [:]
@@ -159,7 +162,10 @@ public struct Watch {
     /// Reports one change and, with --apply, acts on it. False when stdout is gone.
     mutating func handle(_ change: Change, _ next: Snapshot) throws -> Bool {
         intentThisChange = .some(store.loadIntent())
-        defer { intentThisChange = nil }
+        defer {
+            intentThisChange = nil
+            ownThisChange = nil
+        }
         if hold == nil, lateForFinishedCommand(change), server.hasPendingChanges() {
             // Late for a command that has finished (a watcher slow under load): this refetch shows a
             // step of its move (the route is not where the command left it) and newer notifications
@@ -173,7 +179,9 @@ public struct Watch {
         for output in change.added { recentlyAdded[output.id] = clock }
         recentlyRemoved = recentlyRemoved.filter { clock - $0.value < Policy.noStealWindow }
         for output in change.removed { recentlyRemoved[output.id] = clock }
-        let events = Events.diff(change, own: externalSet(change), recentlyAdded: Set(recentlyAdded.keys))
+        let own = externalSet(change)
+        ownThisChange = .some(own)
+        let events = Events.diff(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
         noteMovesReached(change.current.output?.id)
         if let held = hold, let reached = held.reached, let target = held.target,
            change.removed.contains(where: { $0.id == target }) {
@@ -538,20 +546,24 @@ public struct Watch {
     /// --apply` has announced its fallback from it), if this watcher has not seen the route reach its
     /// output already (`reachedMoves`): each move explains one arrival.
     func externalSet(_ change: Change) -> (outputID: String, reason: RouteChangeReason)? {
+        if let found = ownThisChange { return found }
         guard change.routeChanged, let output = change.current.output, let latest = intentNow() else { return nil }
-        let intent: RouteIntent
+        let now = clocks.wallMilliseconds()
         if latest.output == output.id {
-            intent = latest
-        } else if let earlier = latest.earlier.first(where: { $0.output == output.id && !reachedMoves.contains($0.at) }) {
-            intent = earlier
-        } else {
-            return nil
+            // A move in progress explains what it reaches; a finished one only the notifications right
+            // after it, not a later arrival at the same output (a headset reconnecting).
+            guard now - latest.at <= (latest.done ? Self.finishedExplains : Self.inProgressExplains) else { return nil }
+            return (output.id, latest.reason)
         }
-        // A move in progress explains what it reaches; a finished one only the notifications right
-        // after it, not a later arrival at the same output (a headset reconnecting).
-        let age = clocks.wallMilliseconds() - intent.at
-        guard age <= (intent.done ? Self.finishedExplains : Self.inProgressExplains) else { return nil }
-        return (output.id, intent.reason)
+        // A replaced move explains only a late view of itself: the output was there before this change
+        // (one that comes back is its own arrival), and the route did not leave an output that went
+        // (that is the departure's fallback). Replaced while in progress or done, it explains only the
+        // notifications right after it.
+        guard !change.added.contains(where: { $0.id == output.id }),
+              let left = change.previous.output, change.current.outputs.contains(where: { $0.id == left.id && $0.isAvailable }),
+              let earlier = latest.earlier.first(where: { $0.output == output.id && !reachedMoves.contains($0.at) }),
+              (0...Self.finishedExplains).contains(now - earlier.at) else { return nil }
+        return (output.id, earlier.reason)
     }
 
     /// Notes the announced moves (by their time) to `output`, where the route is now.

@@ -36,7 +36,7 @@ public struct RouteIntent: Equatable, Sendable {
     public var at: Int64
     /// The command has finished (read the route back, or given up).
     public var done: Bool
-    /// The moves announced before this one in the last few seconds, newest first (`superseding`).
+    /// The other moves announced in the last few seconds, the one this replaced first (`superseding`).
     public var earlier: [RouteIntent]
 
     public init(output: String, reason: RouteChangeReason, at: Int64, done: Bool = false, earlier: [RouteIntent] = []) {
@@ -51,21 +51,19 @@ public struct RouteIntent: Equatable, Sendable {
     public static let earlierKept: Int64 = 5000
     public static let earlierCount = 3
 
-    /// This intent as written over `previous`, the one on disk: the moves before it that began in
-    /// the last few seconds are kept, so that a watcher slower than the commands still finds the move
-    /// behind a change it sees late (a `set` whose route event it handles only after `watch --apply`
-    /// has announced the fallback from it). Marking a move done keeps what it superseded.
+    /// This intent as written over `previous`, the one on disk: the other moves of the last few
+    /// seconds are kept, so that a watcher slower than the commands still finds the move behind a
+    /// change it sees late (a `set` whose route event it handles only after `watch --apply` has
+    /// announced the fallback from it). The intent written is the latest, also when it marks done a
+    /// move that another one announced after it (that one is kept among the earlier).
     public func superseding(_ previous: RouteIntent?) -> RouteIntent {
         var intent = self
         intent.earlier = []
         guard let previous else { return intent }
-        var past = previous.earlier
-        if previous.at != at || previous.output != output {
-            var moved = previous
-            moved.earlier = []
-            past.insert(moved, at: 0)
-        }
-        intent.earlier = Array(past.filter { $0.at <= at && at - $0.at <= Self.earlierKept && ($0.at != at || $0.output != output) }
+        var moved = previous
+        moved.earlier = []
+        intent.earlier = Array(([moved] + previous.earlier)
+            .filter { ($0.at != at || $0.output != output) && at - $0.at <= Self.earlierKept }
             .prefix(Self.earlierCount))
         return intent
     }

@@ -110,22 +110,27 @@ public struct StateStore: Sendable {
 
     // MARK: Intent
 
-    /// Writes `intent` over the one on disk, keeping the moves it supersedes (`RouteIntent.superseding`).
+    /// Writes `intent` over the one on disk, keeping the other recent moves (`RouteIntent.superseding`),
+    /// under the file's lock: `set` and `watch --apply` write it at the same moments.
     public func saveIntent(_ intent: RouteIntent) throws(StateError) {
         try saveAdvisory(intent, in: self.intent) { $0.superseding($1) }
     }
 
     /// Writes an advisory file (intent, decision, muted): one that cannot be read or is of a newer
-    /// routectl is replaced, since keeping it would silence every later record.
+    /// routectl is replaced, since keeping it would silence every later record. With `merge`, what is
+    /// written depends on what is there: read and written under the file's lock.
     func saveAdvisory<Record: StateRecord>(_ record: Record, in file: StateFile<Record>?,
                                            merging merge: ((Record, Record?) -> Record)? = nil) throws(StateError) {
         guard let file else { return }
-        do {
-            try file.save(record, merging: merge)
-        } catch {
-            try file.remove()
-            try file.save(record, merging: merge)
+        let save = { () throws(StateError) in
+            do {
+                try file.save(record, merging: merge)
+            } catch {
+                try file.remove()
+                try file.save(record, merging: merge)
+            }
         }
+        if merge == nil { try save() } else { try file.withLock(save) }
     }
 
     // MARK: Call

@@ -391,48 +391,94 @@ import Testing
         }
     }
 
-    /// A headset connected moments ago; `set bluetooth` moves to it, and it disconnects as the set
-    /// ends. `watch --apply` announces its fallback before this plain watcher has handled the set's
-    /// move: the move is still the set's (override), not the headset's arrival, and the fallback is
-    /// the departure's.
-    @Test(arguments: [true, false]) func aCommandsMoveOverwrittenByTheFallbackKeepsItsReason(policyRunning: Bool) throws {
+    /// The laptop's speaker with the Bluetooth headset connected, the same with the headset the
+    /// default, and the laptop alone; the headset's output id and the speaker's.
+    func headsetAndSpeaker() throws -> (connected: Snapshot, moved: Snapshot, gone: Snapshot, headset: String, speaker: String) {
         let laptop = try fixture("sim/pipewire-laptop")
         var connected = try fixture("sim/pipewire-bluetooth-a2dp")
         connected.server.defaultSinkName = laptop.server.defaultSinkName
         var moved = connected
         moved.server.defaultSinkName = try #require(connected.sinks.first { $0.name.hasPrefix("bluez_") }?.name)
-        let gone = laptop
-        let headset = "bluez_card.00_11_22_33_44_55"
-        let speaker = try #require(Status(snapshot: laptop).output?.id)
+        return (connected, moved, laptop, "bluez_card.00_11_22_33_44_55", try #require(Status(snapshot: laptop).output?.id))
+    }
+
+    /// An intent written (as `set`, `clear` or `watch --apply` write theirs) by a script step.
+    func intent(_ store: FakeStore, _ output: String, _ reason: RouteChangeReason, at: Int64, done: Bool = false) -> FakeServer.Step {
+        .run { store.intents.append(RouteIntent(output: output, reason: reason, at: at, done: done)) }
+    }
+
+    /// A headset connected moments ago; `set bluetooth` moves to it, and it disconnects as the set
+    /// ends. `watch --apply` announces (and finishes) its fallback before this plain watcher has
+    /// handled the set's move: the move is still the set's (override), not the headset's arrival, and
+    /// the fallback is the departure's. When the disconnect is already queued, the watcher sees the
+    /// whole of it as one change: no route event. The headset then comes back and the server moves to
+    /// it: its arrival, which the set's move does not explain.
+    @Test(arguments: [(false, false), (true, false), (false, true), (true, true)])
+    func aCommandsMoveOverwrittenByTheFallbackKeepsItsReason(policyRunning: Bool, queued: Bool) throws {
+        let (connected, moved, gone, headset, speaker) = try headsetAndSpeaker()
         let clock = ManualClock()
         let store = FakeStore()
         store.policyRunning = policyRunning
-        let server = FakeServer(laptop)
+        let server = FakeServer(gone)
         server.clock = clock
         let t = clock.clocks.wallMilliseconds()
-        func intent(_ output: String, _ reason: RouteChangeReason, at: Int64, done: Bool = false) -> FakeServer.Step {
-            .run { store.intents.append(RouteIntent(output: output, reason: reason, at: at, done: done)) }
-        }
         server.script = [
             // The headset connects; watch --apply moves to it (rule 3).
-            .change(connected), intent(headset, .newDeviceAvailable, at: t), .change(moved),
-            intent(headset, .newDeviceAvailable, at: t, done: true), .pass(0.1),
+            .change(connected), intent(store, headset, .newDeviceAvailable, at: t), .change(moved),
+            intent(store, headset, .newDeviceAvailable, at: t, done: true), .pass(0.1),
             // `set speaker --force`.
-            intent(speaker, .override, at: t + 100), .change(connected), intent(speaker, .override, at: t + 100, done: true),
+            intent(store, speaker, .override, at: t + 100), .change(connected), intent(store, speaker, .override, at: t + 100, done: true),
             .pass(0.1),
             // `set bluetooth`; the headset disconnects as it ends and watch --apply falls back, all
             // before this watcher has taken the set's move in.
-            intent(headset, .override, at: t + 200), intent(headset, .override, at: t + 200, done: true),
-            intent(speaker, .oldDeviceUnavailable, at: t + 210), intent(speaker, .oldDeviceUnavailable, at: t + 210, done: true),
-            .change(moved), .pass(0.01), .change(gone), .pass(0.3),
-            // The headset comes back at once and the server moves to it: its arrival, which the set's
-            // move, seen here already, does not explain a second time.
-            .change(moved), .pass(0.3),
+            intent(store, headset, .override, at: t + 200), intent(store, headset, .override, at: t + 200, done: true), .pass(0.01),
+            intent(store, speaker, .oldDeviceUnavailable, at: t + 210), intent(store, speaker, .oldDeviceUnavailable, at: t + 210, done: true),
+        ] + (queued ? [.change(moved), .change(gone)] : [.change(moved), .pass(0.01), .change(gone)]) + [
+            .pass(0.3), .change(moved), .pass(0.3),
         ]
         let events = try run(server, store, apply: false, clock: clock)
-        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) new-device-available", "speaker (was bluetooth) override",
-                                   "bluetooth (was speaker) override", "speaker (was bluetooth) old-device-unavailable",
-                                   "bluetooth (was speaker) new-device-available"], "watch --apply running: \(policyRunning)")
+        let before = ["speaker initial", "bluetooth (was speaker) new-device-available", "speaker (was bluetooth) override"]
+        let race = queued ? [] : ["bluetooth (was speaker) override", "speaker (was bluetooth) old-device-unavailable"]
+        #expect(routes(events) == before + race + ["bluetooth (was speaker) new-device-available"],
+                "watch --apply running: \(policyRunning), the disconnect queued: \(queued)")
+    }
+
+    /// A move this watcher has seen reach its output explains no later return there: another client
+    /// putting the route back on the headset after a `set speaker` is that client's choice.
+    @Test func aMoveSeenAlreadyExplainsNoLaterReturn() throws {
+        let (connected, moved, _, headset, speaker) = try headsetAndSpeaker()
+        let clock = ManualClock()
+        let store = FakeStore()
+        let server = FakeServer(connected)
+        server.clock = clock
+        let t = clock.clocks.wallMilliseconds()
+        server.script = [
+            intent(store, headset, .override, at: t), .change(moved), intent(store, headset, .override, at: t, done: true), .pass(0.05),
+            intent(store, speaker, .override, at: t + 50), .change(connected), intent(store, speaker, .override, at: t + 50, done: true),
+            .pass(0.05), .change(moved), .pass(0.3),
+        ]
+        let events = try run(server, store, apply: false, clock: clock)
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override", "speaker (was bluetooth) override",
+                                   "bluetooth (was speaker) route-configuration-change"])
+    }
+
+    /// `set speaker` then `set bluetooth`, both missed by a watcher slow under load (the route is back
+    /// where it was); then the headset goes and the server falls back to the speaker: the departure,
+    /// not the replaced `set speaker`.
+    @Test func aReplacedMoveDoesNotExplainADeparturesFallback() throws {
+        let (_, moved, gone, headset, speaker) = try headsetAndSpeaker()
+        let clock = ManualClock()
+        let store = FakeStore()
+        let server = FakeServer(moved)
+        server.clock = clock
+        let t = clock.clocks.wallMilliseconds()
+        server.script = [
+            intent(store, speaker, .override, at: t), intent(store, speaker, .override, at: t, done: true), .pass(0.05),
+            intent(store, headset, .override, at: t + 50), intent(store, headset, .override, at: t + 50, done: true), .change(moved),
+            .pass(0.1), .change(gone), .pass(0.3),
+        ]
+        let events = try run(server, store, apply: false, clock: clock)
+        #expect(routes(events) == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable"])
     }
 
     @Test func anotherClientsPickIsReportedAndRespected() throws {

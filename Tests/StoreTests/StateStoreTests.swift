@@ -78,6 +78,14 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
             try write(#"{"version": 1, "output": "x", "reason": "override", "at": 20000, "done": true, "earlier": [{"output": 1}, 7, {"output": "y", "reason": "override", "at": 19000}]}"#,
                       to: "\(dir)/routectl/intent.json")
             #expect(store.loadIntent()?.earlier == [RouteIntent(output: "y", reason: .override, at: 19_000, done: true)])
+            // A command marks its move done after another one was announced: its record is the
+            // latest written, and the newer move is kept.
+            let newer = RouteIntent(output: "speaker", reason: .oldDeviceUnavailable, at: 30_010)
+            try store.saveIntent(RouteIntent(output: "headset", reason: .override, at: 30_000))
+            try store.saveIntent(newer)
+            try store.saveIntent(RouteIntent(output: "headset", reason: .override, at: 30_000, done: true))
+            #expect(store.loadIntent() == RouteIntent(output: "headset", reason: .override, at: 30_000, done: true, earlier: [newer]))
+            #expect(FileManager.default.fileExists(atPath: "\(dir)/routectl/intent.json.lock"), "written under its lock")
         }
     }
 
