@@ -407,6 +407,19 @@ import Testing
         .run { store.intents.append(RouteIntent(output: output, reason: reason, at: at, done: done)) }
     }
 
+    /// Plain `watch` from `start` through the steps `script` makes from the store and the time (ms)
+    /// the watch starts at.
+    func watchScript(from start: Snapshot, policyRunning: Bool = false,
+                     _ script: (FakeStore, Int64) -> [FakeServer.Step]) throws -> [Event] {
+        let clock = ManualClock()
+        let store = FakeStore()
+        store.policyRunning = policyRunning
+        let server = FakeServer(start)
+        server.clock = clock
+        server.script = script(store, clock.clocks.wallMilliseconds())
+        return try run(server, store, apply: false, clock: clock)
+    }
+
     /// A headset connected moments ago; `set bluetooth` moves to it, and it disconnects as the set
     /// ends. `watch --apply` announces (and finishes) its fallback before this plain watcher has
     /// handled the set's move: the move is still the set's (override), not the headset's arrival, and
@@ -416,13 +429,7 @@ import Testing
     @Test(arguments: [(false, false), (true, false), (false, true), (true, true)])
     func aCommandsMoveOverwrittenByTheFallbackKeepsItsReason(policyRunning: Bool, queued: Bool) throws {
         let (connected, moved, gone, headset, speaker) = try headsetAndSpeaker()
-        let clock = ManualClock()
-        let store = FakeStore()
-        store.policyRunning = policyRunning
-        let server = FakeServer(gone)
-        server.clock = clock
-        let t = clock.clocks.wallMilliseconds()
-        server.script = [
+        let events = try watchScript(from: gone, policyRunning: policyRunning) { store, t in [
             // The headset connects; watch --apply moves to it (rule 3).
             .change(connected), intent(store, headset, .newDeviceAvailable, at: t), .change(moved),
             intent(store, headset, .newDeviceAvailable, at: t, done: true), .pass(0.1),
@@ -435,8 +442,7 @@ import Testing
             intent(store, speaker, .oldDeviceUnavailable, at: t + 210), intent(store, speaker, .oldDeviceUnavailable, at: t + 210, done: true),
         ] + (queued ? [.change(moved), .change(gone)] : [.change(moved), .pass(0.01), .change(gone)]) + [
             .pass(0.3), .change(moved), .pass(0.3),
-        ]
-        let events = try run(server, store, apply: false, clock: clock)
+        ] }
         let before = ["speaker initial", "bluetooth (was speaker) new-device-available", "speaker (was bluetooth) override"]
         let race = queued ? [] : ["bluetooth (was speaker) override", "speaker (was bluetooth) old-device-unavailable"]
         #expect(routes(events) == before + race + ["bluetooth (was speaker) new-device-available"],
@@ -447,17 +453,11 @@ import Testing
     /// putting the route back on the headset after a `set speaker` is that client's choice.
     @Test func aMoveSeenAlreadyExplainsNoLaterReturn() throws {
         let (connected, moved, _, headset, speaker) = try headsetAndSpeaker()
-        let clock = ManualClock()
-        let store = FakeStore()
-        let server = FakeServer(connected)
-        server.clock = clock
-        let t = clock.clocks.wallMilliseconds()
-        server.script = [
+        let events = try watchScript(from: connected) { store, t in [
             intent(store, headset, .override, at: t), .change(moved), intent(store, headset, .override, at: t, done: true), .pass(0.05),
             intent(store, speaker, .override, at: t + 50), .change(connected), intent(store, speaker, .override, at: t + 50, done: true),
             .pass(0.05), .change(moved), .pass(0.3),
-        ]
-        let events = try run(server, store, apply: false, clock: clock)
+        ] }
         #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override", "speaker (was bluetooth) override",
                                    "bluetooth (was speaker) route-configuration-change"])
     }
@@ -467,17 +467,11 @@ import Testing
     /// not the replaced `set speaker`.
     @Test func aReplacedMoveDoesNotExplainADeparturesFallback() throws {
         let (_, moved, gone, headset, speaker) = try headsetAndSpeaker()
-        let clock = ManualClock()
-        let store = FakeStore()
-        let server = FakeServer(moved)
-        server.clock = clock
-        let t = clock.clocks.wallMilliseconds()
-        server.script = [
+        let events = try watchScript(from: moved) { store, t in [
             intent(store, speaker, .override, at: t), intent(store, speaker, .override, at: t, done: true), .pass(0.05),
             intent(store, headset, .override, at: t + 50), intent(store, headset, .override, at: t + 50, done: true), .change(moved),
             .pass(0.1), .change(gone), .pass(0.3),
-        ]
-        let events = try run(server, store, apply: false, clock: clock)
+        ] }
         #expect(routes(events) == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable"])
     }
 
