@@ -27,8 +27,8 @@ public struct Watch {
     var hold: RouteHold?
     /// The intent (by its time) already turned into a hold: each is adopted once.
     var adoptedIntent: Int64?
-    /// Announced moves (by their time) whose output this watcher has seen the route on since: each
-    /// explains one arrival there (`externalSet`).
+    /// Announced moves (by their time) this watcher has seen over (`noteMovesReached`): each explains
+    /// one arrival, and none after a later one was seen (`externalSet`).
     var reachedMoves: Set<Int64> = []
     /// The intent as read once for the change being handled, so that every decision about that change
     /// sees the same one: a command can finish between two reads (a watcher slow under load saw its
@@ -566,12 +566,14 @@ public struct Watch {
         return (output.id, earlier.reason)
     }
 
-    /// Notes the announced moves (by their time) to `output`, where the route is now.
+    /// Spends the announced moves this watcher has seen over: the route on a move's output spends that
+    /// move and every one announced before it (it saw a state after them).
     mutating func noteMovesReached(_ output: String?) {
         guard let latest = intentNow() else { return reachedMoves.removeAll() }
         let moves = [latest] + latest.earlier
         reachedMoves = reachedMoves.filter { at in moves.contains { $0.at == at } }
-        for move in moves where move.output == output { reachedMoves.insert(move.at) }
+        guard let reached = moves.filter({ $0.output == output }).map(\.at).max() else { return }
+        for move in moves where move.at <= reached { reachedMoves.insert(move.at) }
     }
 
     /// How long after it began (ms) a finished command still explains what a watcher sees.

@@ -130,7 +130,9 @@ public struct StateStore: Sendable {
                 try file.save(record, merging: merge)
             }
         }
-        if merge == nil { try save() } else { try file.withLock(save) }
+        // A lock that cannot be taken (a bad lock file) costs the merge's safety, not the record.
+        guard merge != nil, let lock = try? file.lock() else { return try save() }
+        try lock.hold(save)
     }
 
     // MARK: Call

@@ -475,6 +475,45 @@ import Testing
         #expect(routes(events) == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable"])
     }
 
+    /// A `set bluetooth` whose move this watcher saw only merged with the headset's departure (the
+    /// disconnect queued behind it); the headset comes back within the second, the server reporting
+    /// it and then moving to it in two notifications: its arrival, not the set's move.
+    @Test func aHeadsetBackInTwoNotificationsIsItsArrival() throws {
+        let (connected, moved, gone, headset, speaker) = try headsetAndSpeaker()
+        let events = try watchScript(from: connected) { store, t in [
+            intent(store, headset, .override, at: t), intent(store, headset, .override, at: t, done: true), .pass(0.01),
+            intent(store, speaker, .oldDeviceUnavailable, at: t + 10), intent(store, speaker, .oldDeviceUnavailable, at: t + 10, done: true),
+            .change(moved), .change(gone), .pass(0.2),
+            .change(connected), .pass(0.01), .change(moved), .pass(0.3),
+        ] }
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) new-device-available"])
+    }
+
+    /// `set speaker` then `set bluetooth`, whose moves this watcher saw as one (the route stayed on
+    /// the headset); then the headset goes, the server moving to the speaker a notification before it
+    /// reports the headset gone: the departure, not the replaced `set speaker`.
+    @Test func aFallbackBeforeItsDepartureIsNotAReplacedMove() throws {
+        let (connected, moved, gone, headset, speaker) = try headsetAndSpeaker()
+        let events = try watchScript(from: moved) { store, t in [
+            intent(store, speaker, .override, at: t), intent(store, speaker, .override, at: t, done: true), .pass(0.05),
+            intent(store, headset, .override, at: t + 50), intent(store, headset, .override, at: t + 50, done: true), .change(moved),
+            .pass(0.1), .change(connected), .pass(0.01), .change(gone), .pass(0.5),
+        ] }
+        #expect(routes(events) == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable"])
+    }
+
+    /// A move replaced while still in progress explains only the second after it began, as a finished
+    /// one: a command that died before its done-write does not name a change seconds later.
+    @Test func aMoveReplacedInProgressExplainsOnlyTheSecondAfterIt() throws {
+        let (connected, moved, _, headset, speaker) = try headsetAndSpeaker()
+        let events = try watchScript(from: connected) { store, t in [
+            intent(store, headset, .override, at: t - 1500),
+            intent(store, speaker, .override, at: t), intent(store, speaker, .override, at: t, done: true),
+            .change(moved), .pass(0.3),
+        ] }
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) route-configuration-change"])
+    }
+
     @Test func anotherClientsPickIsReportedAndRespected() throws {
         let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
         let all = try fixture("sim/pipewire-all")
