@@ -44,6 +44,8 @@ public struct Watch {
     var recentlyRemoved: [String: Double] = [:]
     /// Whether the last `call` event (or the start) found a call in progress.
     var callActive = false
+    /// When (monotonic) a call event that waits for its route event is due anyway (`reportCall`).
+    var callEventDue: Double?
     /// With --apply: the server moved the route off a card's output, the output still there, and
     /// nothing answered (it looked like another client's pick). WirePlumber does this at times a
     /// notification before it reports the output gone: another port of the card for a pulled jack,
@@ -116,7 +118,7 @@ public struct Watch {
                 // and hold-downs that passed meanwhile, are handled before waiting again.
                 remote?.serve()
                 guard try holdDownsPassed() else { break }
-                let wake = ([hold?.wakeAt] + departures.values.map(\.deadline)).compactMap { $0 }.min()
+                let wake = ([hold?.wakeAt, callEventDue] + departures.values.map(\.deadline)).compactMap { $0 }.min()
                 let wait = wake.map { max(0, $0 - clocks.monotonic()) }
                 let changed = try server.waitForChanges(timeout: wait)
                 // What remote clients asked is carried out between rounds, never inside their callbacks.
@@ -527,9 +529,28 @@ public struct Watch {
         let record: CallRecord?
         do { record = try store.callRecord() } catch { return true }
         let active = record?.isBegun(now: clocks.wallMilliseconds()) ?? false
-        guard active != callActive else { return true }
+        guard active != callActive else {
+            callEventDue = nil
+            return true
+        }
+        if let wait = callMoveOnItsWay() {
+            callEventDue = clocks.monotonic() + wait
+            return true
+        }
+        callEventDue = nil
         callActive = active
         return emit(.call(active: active, route: reported.route))
+    }
+
+    /// Seconds the call event still waits: `call start` or `call end` has finished its move to an
+    /// output this watcher has not reported the route on. Its notifications are on their way (a
+    /// watcher slow under load read the files first), and the call event follows the route event, as
+    /// long as a finished move explains what a watcher sees. Nil: report now.
+    func callMoveOnItsWay() -> Double? {
+        guard let intent = store.loadIntent(), intent.reason == .call, intent.done, !intent.output.isEmpty,
+              reported.output?.id != intent.output else { return nil }
+        let left = Self.finishedExplains - (clocks.wallMilliseconds() - intent.at)
+        return left > 0 ? Double(left) / 1000 : nil
     }
 
     /// Prints a route event when the route differs from the one last printed.

@@ -204,6 +204,56 @@ import Testing
         #expect(events.dropFirst() == [.call(active: true, route: .speaker), .call(active: false, route: .speaker)])
     }
 
+    /// A watcher slow under load reads `call.json` applied, and the call's move done, while the
+    /// notifications of its profile switch are still on their way (its refetch shows the old profile's
+    /// source gone, the route not moved yet): the call event waits for the route event, and carries
+    /// the call's route.
+    @Test(arguments: [false, true]) func theCallEventWaitsForTheCallsRouteEvent(apply: Bool) throws {
+        let before = try fixture("sim/pulseaudio-phone17")
+        let call = try fixture("sim/pulseaudio-phone17-voicecall")
+        var mid = before
+        mid.sources.removeAll { !$0.isMonitor }
+        let earpiece = try #require(Status(snapshot: call).output?.id)
+        let clock = ManualClock()
+        let server = FakeServer(before)
+        server.clock = clock
+        let store = FakeStore()
+        let at = clock.clocks.wallMilliseconds()
+        server.script = [
+            .run {
+                store.intents += [RouteIntent(output: earpiece, reason: .call, at: at), RouteIntent(output: earpiece, reason: .call, at: at, done: true)]
+                store.call = CallRecord(startedAt: at, speaker: false)
+            },
+            .change(mid), .change(call), .pass(0.3),
+        ]
+        let events = try run(server, store, apply: apply, clock: clock)
+        let order = events.filter { $0.type == "route" || $0.type == "call" }.dropFirst()
+        #expect(Array(order) == [.route(route: .receiver, previous: .speaker, reason: .call, output: Status(snapshot: call).output),
+                                 .call(active: true, route: .receiver)], "apply: \(apply)")
+        // The route never shows up here (another client moved it at once): the call event comes once
+        // a finished move no longer explains what a watcher sees (1 s after it began), with the route
+        // as it is.
+        let later = FakeServer(before)
+        later.clock = clock
+        let began = clock.clocks.wallMilliseconds()
+        later.script = [
+            .run {
+                store.intents += [RouteIntent(output: earpiece, reason: .call, at: began), RouteIntent(output: earpiece, reason: .call, at: began, done: true)]
+                store.call = CallRecord(startedAt: began, speaker: false)
+            },
+            .change(mid), .pass(0.5), .pass(0.4), .pass(0.2), .pass(0.1),
+        ]
+        store.call = nil
+        var waited: [String] = []
+        var watch = Watch(server: later, store: store, clocks: clock.clocks, apply: apply, muteOnFallback: false, timeout: 1,
+                          snapshot: before, sink: { event in
+                              if case .call = event { waited.append("\(event) after \(clock.clocks.wallMilliseconds() - began) ms") }
+                              return true
+                          }, warn: { _ in })
+        try watch.run()
+        #expect(waited == ["\(Event.call(active: true, route: .speaker)) after 1100 ms"], "apply: \(apply)")
+    }
+
     /// A `call start` that died before applying the call left its record: after a minute it is a call.
     @Test func anUnappliedCallRecordCountsOnceItIsOld() {
         let record = CallRecord(startedAt: 10_000, speaker: false, applied: false)
