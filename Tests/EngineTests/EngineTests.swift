@@ -552,6 +552,32 @@ import Testing
         #expect(routes(events) == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable"])
     }
 
+    /// A watcher started just after `set bluetooth` and `watch --apply`'s fallback from the headset
+    /// (it has seen neither move): the headset comes back and the server moves to it in one
+    /// notification. An output the change adds is its arrival, not the replaced set's move.
+    @Test func anOutputTheChangeAddsIsItsArrivalNotAReplacedMove() throws {
+        let (_, moved, gone, headset, speaker) = try headsetAndSpeaker()
+        let events = try watchScript(from: gone) { store, t in [
+            intent(store, headset, .override, at: t - 300), intent(store, headset, .override, at: t - 300, done: true),
+            intent(store, speaker, .oldDeviceUnavailable, at: t - 290), intent(store, speaker, .oldDeviceUnavailable, at: t - 290, done: true),
+            .change(moved), .pass(0.3),
+        ] }
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) new-device-available"])
+    }
+
+    /// A watcher started just after `set speaker` then `set bluetooth` (it has seen neither move):
+    /// the headset goes and the server falls back to the speaker in one notification. Leaving an
+    /// output that went is the departure, not the replaced `set speaker`.
+    @Test func leavingAnOutputThatWentIsTheDepartureNotAReplacedMove() throws {
+        let (_, moved, gone, headset, speaker) = try headsetAndSpeaker()
+        let events = try watchScript(from: moved) { store, t in [
+            intent(store, speaker, .override, at: t - 300), intent(store, speaker, .override, at: t - 300, done: true),
+            intent(store, headset, .override, at: t - 250), intent(store, headset, .override, at: t - 250, done: true),
+            .change(gone), .pass(0.3),
+        ] }
+        #expect(routes(events) == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable"])
+    }
+
     /// A move replaced while still in progress explains only the second after it began, as a finished
     /// one: a command that died before its done-write does not name a change seconds later.
     @Test func aMoveReplacedInProgressExplainsOnlyTheSecondAfterIt() throws {
