@@ -547,7 +547,7 @@ public struct Watch {
     /// watcher slow under load read the files first), and the call event follows the route event, as
     /// long as a finished move explains what a watcher sees. Nil: report now.
     func callMoveOnItsWay() -> Double? {
-        guard let intent = store.loadIntent(), intent.reason == .call, intent.done, !intent.output.isEmpty,
+        guard let intent = intentNow(), intent.reason == .call, intent.done, !intent.output.isEmpty,
               reported.output?.id != intent.output else { return nil }
         let left = Self.finishedExplains - (clocks.wallMilliseconds() - intent.at)
         return left > 0 ? Double(left) / 1000 : nil
