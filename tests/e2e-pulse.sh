@@ -4,10 +4,11 @@
 #   tests/e2e-pulse.sh pulseaudio|pipewire [ROUTECTL]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-player= watcher=
+player= watcher= bare=
 before_cleanup() {
 	[ -z "$player" ] || kill "$player" 2>/dev/null
 	[ -z "$watcher" ] || kill "$watcher" 2>/dev/null
+	[ -z "$bare" ] || kill "$bare" 2>/dev/null
 }
 e2e_setup pulse "${1:?usage: e2e-pulse.sh pulseaudio|pipewire [routectl]}" "${2:-}"
 override="$XDG_RUNTIME_DIR/routectl/override.json"
@@ -124,5 +125,29 @@ print(rc, parsed, len(data) > 4096, p.stderr.read().decode().strip() or "-")
 PY
 )
 expect_eq "dump into a small non-blocking pipe: exit 0, whole JSON, more than the pipe holds" "0 json True -" "$result"
+
+# The status asks for the default source by name (its mute is all it shows): a server without one
+# answers that it has none, which is the answer, not a failure. PipeWire always has a source (a
+# monitor of its dummy sink when nothing else), so a bare PulseAudio beside the suite's server.
+if [ "$server" = pulseaudio ]; then
+	echo "-- a server without a single source: the status has no microphone, and no error"
+	mkdir -p "$dir/bare/run"
+	XDG_RUNTIME_DIR=$dir/bare/run HOME=$dir/bare pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=no \
+		--load="module-native-protocol-unix auth-anonymous=1 socket=$dir/bare/native" >"$dir/bare/log" 2>&1 &
+	bare=$!
+	wait_for "bare PulseAudio" env PULSE_SERVER="unix:$dir/bare/native" pactl info
+	expect_eq "bare server: no default source (pactl)" "(null)" \
+		"$(PULSE_SERVER="unix:$dir/bare/native" pactl info | sed -n 's/^Default Source: //p')"
+	run_rc rc --server "unix:$dir/bare/native" query mic_muted
+	expect_eq "bare server: query mic_muted" none "$out"
+	expect_rc "bare server: query mic_muted exits 0" 0
+	run_rc rc --server "unix:$dir/bare/native" --json query
+	expect_eq "bare server: --json query's mic_muted" null "$(printf '%s' "$out" | json_get mic_muted)"
+	expect_rc "bare server: --json query exits 0" 0
+	run_rc rc --server "unix:$dir/bare/native" query
+	expect_eq "bare server: the status's mic_muted row" "mic_muted    none" "$(printf '%s\n' "$out" | grep '^mic_muted ')"
+	kill "$bare"
+	bare=
+fi
 
 summary

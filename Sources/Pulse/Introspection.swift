@@ -15,10 +15,10 @@ final class SnapshotBuilder {
     /// Sinks asked for by name may have gone: that is an answer (the sink is absent), not a failure.
     var missingIsAnswer = false
 
-    func finish(_ eol: Int32, _ context: OpaquePointer?, _ operation: String) -> Bool {
+    func finish(_ eol: Int32, _ context: OpaquePointer?, _ operation: String, missingIsAnswer: Bool = false) -> Bool {
         if eol < 0 {
             let code = pa_context_errno(context)
-            if failure == nil, !(missingIsAnswer && code == Int32(PA_ERR_NOENTITY.rawValue)) {
+            if failure == nil, !((missingIsAnswer || self.missingIsAnswer) && code == Int32(PA_ERR_NOENTITY.rawValue)) {
                 failure = PulseError(code: code, operation: operation)
             }
             pending -= 1
@@ -67,6 +67,9 @@ extension PulseConnection {
         }
         if parts.contains(.sources) {
             try request(builder, operation) { pa_context_get_source_info_list(ctx, sourceInfoCallback, $0) }
+        } else if parts.contains(.defaultSource) {
+            // Both servers resolve the name; a server with no source at all answers that it has none.
+            try request(builder, operation) { pa_context_get_source_info_by_name(ctx, "@DEFAULT_SOURCE@", defaultSourceInfoCallback, $0) }
         }
         if parts.contains(.cards) {
             try request(builder, operation) { pa_context_get_card_info_list(ctx, cardInfoCallback, $0) }
@@ -177,14 +180,23 @@ private let sinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in
 private let sourceInfoCallback: pa_source_info_cb_t = { c, info, eol, ud in
     let b = builder(ud)
     if b.finish(eol, c, "Failed to get source information") { return }
-    guard let i = info?.pointee else { return }
-    b.sources.append(Source(
+    if let info { b.sources.append(source(info.pointee)) }
+}
+
+private let defaultSourceInfoCallback: pa_source_info_cb_t = { c, info, eol, ud in
+    let b = builder(ud)
+    if b.finish(eol, c, "Failed to get source information", missingIsAnswer: true) { return }
+    if let info { b.sources.append(source(info.pointee)) }
+}
+
+private func source(_ i: pa_source_info) -> Source {
+    Source(
         index: i.index, name: string(i.name) ?? "", description: string(i.description) ?? "",
         driver: string(i.driver) ?? "", state: sinkState(i.state.rawValue), mute: i.mute != 0,
         ownerModule: validIndex(i.owner_module), card: validIndex(i.card),
         monitorOfSink: i.monitor_of_sink == UInt32.max ? nil : string(i.monitor_of_sink_name),
         properties: properties(i.proplist), ports: ports(i.ports, Int(i.n_ports)),
-        activePort: i.active_port.flatMap { string($0.pointee.name) }))
+        activePort: i.active_port.flatMap { string($0.pointee.name) })
 }
 
 private let cardInfoCallback: pa_card_info_cb_t = { c, info, eol, ud in

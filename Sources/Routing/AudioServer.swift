@@ -57,6 +57,9 @@ public struct SnapshotParts: OptionSet, Sendable {
     public static let cards = SnapshotParts(rawValue: 1 << 2)
     public static let sinkInputs = SnapshotParts(rawValue: 1 << 3)
     public static let sourceOutputs = SnapshotParts(rawValue: 1 << 4)
+    /// The default source alone (by the server's `@DEFAULT_SOURCE@`), when `sources` is not asked
+    /// for: the status shows only its mute, and every sink adds a monitor to the list of sources.
+    public static let defaultSource = SnapshotParts(rawValue: 1 << 5)
 
     public static let all: SnapshotParts = [.sinks, .sources, .cards, .sinkInputs, .sourceOutputs]
     /// What planning an output route needs when no input changes with it: sinks, their cards and

@@ -134,13 +134,15 @@ extension JSON {
             default: escape = nil
             }
             if let escape {
-                out += Substring(scalars[run..<i])
+                out.append(contentsOf: Substring(scalars[run..<i]))
                 out += escape
                 run = utf8.index(after: i)
             }
             i = utf8.index(after: i)
         }
-        out += Substring(scalars[run...])
+        // `append(contentsOf:)` takes a Substring as it is; `+=` would run the generic append of any
+        // sequence of characters, unspecialized (its first call looks up associated types).
+        out.append(contentsOf: Substring(scalars[run...]))
         out += "\""
     }
 }

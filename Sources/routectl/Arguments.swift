@@ -25,8 +25,9 @@ enum QueryField: String, CaseIterable {
     /// The words `query` accepts, for errors and completions.
     static var words: [String] { allCases.map(\.rawValue) + ["other_audio_playing"] }
 
-    /// What the full status is made of: everything but the recording streams, which it does not show.
-    static let statusParts: SnapshotParts = [.sinks, .sources, .cards, .sinkInputs]
+    /// What the full status is made of: of the sources only the default one (its mute), and not the
+    /// recording streams, which it does not show.
+    static let statusParts: SnapshotParts = [.sinks, .defaultSource, .cards, .sinkInputs]
 
     /// What the field's answer is made of, fetched from the server and nothing more: on a machine
     /// with many devices the sources (a monitor per sink) and the streams cost more than the rest.
@@ -35,7 +36,7 @@ enum QueryField: String, CaseIterable {
     var parts: SnapshotParts {
         switch self {
         case .engaged, .otherAudio: return [.sinks, .cards, .sinkInputs]
-        case .micMuted: return [.sinks, .cards, .sources]
+        case .micMuted: return [.sinks, .cards, .defaultSource]
         default: return [.sinks, .cards]
         }
     }

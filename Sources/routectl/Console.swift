@@ -48,7 +48,8 @@ enum Console {
     /// takes two columns, a combining mark none); the last column is not padded and, on a terminal,
     /// is cut to its width with an ellipsis.
     static func table(_ rows: [[String]], indent: String = "") -> String {
-        guard let width = rows.map(\.count).max() else { return "" }
+        // A closure, not the key path `\.count`: that is built at run time (~40,000 instructions).
+        guard let width = rows.map({ $0.count }).max() else { return "" }
         var widths = [Int](repeating: 0, count: width)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], displayWidth(cell)) } }
         let limit = terminalColumns()
@@ -77,7 +78,8 @@ enum Console {
     /// Columns a string takes on a terminal: wide East Asian characters two, combining marks and
     /// zero-width characters none, the rest one.
     static func displayWidth(_ text: String) -> Int {
-        text.unicodeScalars.reduce(0) { $0 + width(of: $1) }
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return text.utf8.count }
+        return text.unicodeScalars.reduce(0) { $0 + width(of: $1) }
     }
 
     static func width(of scalar: Unicode.Scalar) -> Int {
