@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Writes scripts/startup.order: the functions a one-shot command runs, as the linker's input sections,
-# so that the release link (Makefile) puts them side by side at the front of the text. A query
-# touches ~700 functions scattered over the binary's 4.7 MB of text; each page fault on the text
-# maps a 64 KiB window of it, so scattered code costs faults and mapped pages on every run.
+# Writes scripts/startup.order: the functions a one-shot command runs, by symbol, in the order they
+# first run, so that the release link (lld's --symbol-ordering-file, Makefile) puts them side by
+# side at the front of the text. A query touches ~700 functions scattered over the binary's 4.7 MB
+# of text; each page fault on the text maps a 64 KiB window of it, so scattered code costs faults
+# and mapped pages on every run.
 #
 #   scripts/startup-order.sh [ROUTECTL]     (default .build/release/routectl; needs valgrind)
 #
@@ -54,6 +55,6 @@ run call end
 
 # Each function once, in the order the runs first name it; only routectl's own (not libpulse's).
 for i in $(seq 1 "$n"); do sed -n 's/^c\{0,1\}fn=//p' "$work/cg.$i"; done |
-	awk 'NR == FNR { ours[$0] = 1; next } ($0 in ours) && !seen[$0]++ { print ".text." $0 }' "$work/symbols" - >"$work/order"
+	awk 'NR == FNR { ours[$0] = 1; next } ($0 in ours) && !seen[$0]++' "$work/symbols" - >"$work/order"
 mv "$work/order" "$out"
 echo "startup-order: $(wc -l <"$out") functions in ${out#"$root"/}"
