@@ -11,9 +11,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # sd-bus for the D-Bus service; its tests drive it on a private dbus-daemon with busctl (systemd),
 # gdbus (libglib2.0-bin) and callaudiocli (libcallaudio-tools), and hold the drop-in to the interface
 # XML callaudiod ships; make bench runs callaudiod (callaudiocli -m 1) against routectl call start.
+# strace: tests/install.sh checks what the binary looks for at start-up.
 APT_PACKAGES := libpulse-dev pulseaudio pulseaudio-utils pipewire pipewire-bin pipewire-pulse wireplumber dbus python3 \
 	gcc libasound2-dev alsa-ucm-conf python3-dbus python3-gi pulseaudio-module-bluetooth libspa-0.2-bluetooth \
-	libsystemd-dev systemd libcallaudio-tools callaudiod libglib2.0-bin
+	libsystemd-dev systemd libcallaudio-tools callaudiod libglib2.0-bin strace
 
 # Start-up is most of a query's time, so the release binary links the Swift runtime statically and,
 # where gcc has it, libstdc++ too: libstdc++.so's ~4300 symbol relocations cost ~1 ms per run.
@@ -24,7 +25,9 @@ SHIM_DIR := $(CURDIR)/.build/static-libstdcxx
 # loaded at all (pactl does not load it either; ~0.15 ms of a `query`). The binary stays PIE: -no-pie
 # saved ~0.2 ms more, but `watch --apply --dbus` runs all session long on D-Bus calls and Bluetooth
 # device names, and its image should not sit at a fixed address.
-RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Xclang-linker -Xswiftc -static-libgcc
+# --disable-local-rpath: SwiftPM's RUNPATH of $ORIGIN had the loader look for each of the binary's
+# libraries in its own directory first (~15 failed opens a run); they are the system's.
+RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -Xclang-linker -Xswiftc -static-libgcc
 ifneq ($(wildcard $(STDCXX_A)),)
 RELEASE_FLAGS += -Xlinker -L$(SHIM_DIR)
 endif

@@ -25,7 +25,8 @@ let package = Package(
         // The D-Bus service (routectl's interface and the callaudiod drop-in): the only importer of CSystemd.
         .target(name: "Bus", dependencies: ["CSystemd", "Routing"]),
         // C, linked into the executable only: argv for the static Swift runtime without its
-        // /proc/self/maps scan at start-up (Sources/CStartup/argv.c says why).
+        // /proc/self/maps scan at start-up (Sources/CStartup/argv.c says why), and no search for its
+        // crash backtracer's helper (backtracer.c).
         .target(name: "CStartup"),
         .executableTarget(name: "routectl", dependencies: ["Routing", "Engine", "Store", "Pulse", "Bus", "CStartup"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "Routing"]),

@@ -22,6 +22,15 @@ expect_eq "start-up: the Swift runtime's argv scan is not linked (CStartup stand
 	"$(grep -q 'GLOBAL__sub_I_CommandLine' <<<"$symbols" && echo yes || echo no)"
 expect_eq "start-up: argv comes from CStartup" yes "$(grep -q ' T _swift_stdlib_getUnsafeArgvArgc$' <<<"$symbols" && echo yes || echo no)"
 expect_eq "start-up: libgcc_s is not loaded" "" "$(ldd "$dest/usr/bin/routectl" | grep -o 'libgcc_s[^ ]*' || true)"
+expect_eq "start-up: no RUNPATH, the libraries are the system's" "" \
+	"$(readelf -d "$dest/usr/bin/routectl" | grep -E 'RUNPATH|RPATH' || true)"
+# Sources/CStartup/backtracer.c: the runtime's search for its backtracer's helper only when asked for.
+strace -f -o "$dest/trace" -e trace=%file "$dest/usr/bin/routectl" --version >/dev/null
+expect_eq "start-up: the Swift runtime does not search for swift-backtrace" 0 "$(grep -c 'swift-backtrace' "$dest/trace" || true)"
+expect_eq "start-up: no library is looked for beside the binary" 0 "$(grep -c "\"$dest/usr/bin/[^\"]*\.so" "$dest/trace" || true)"
+SWIFT_BACKTRACE=enable=yes strace -f -o "$dest/trace" -e trace=%file "$dest/usr/bin/routectl" --version >/dev/null 2>&1
+expect_eq "start-up: a user's SWIFT_BACKTRACE=enable=yes is kept (the runtime searches)" yes \
+	"$(grep -q 'swift-backtrace' "$dest/trace" && echo yes || echo no)"
 expect_eq "the binary is position-independent (PIE)" DYN "$(readelf -h "$dest/usr/bin/routectl" | awk '/Type:/ {print $2}')"
 expect_eq "the unit runs watch --apply --dbus from PREFIX" "ExecStart=/usr/bin/routectl watch --apply --dbus" \
 	"$(grep '^ExecStart=' "$dest/usr/lib/systemd/user/routectl.service")"

@@ -1,6 +1,9 @@
 // routectl: the audio route manager. Parsing, the commands and their rendering live beside this file;
 // the model is in Routing and the server in Pulse.
+import CStartup
 import Glibc
+
+routectl_startup_done()
 
 // _exit, not exit: by the time a command returns, everything it said has gone out through write(2)
 // (Console keeps no buffer), its state files are renamed into place and its D-Bus service torn down;
