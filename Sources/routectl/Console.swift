@@ -50,27 +50,29 @@ enum Console {
     static func table(_ rows: [[String]], indent: String = "") -> String {
         // A closure, not the key path `\.count`: that is built at run time (~40,000 instructions).
         guard let width = rows.map({ $0.count }).max() else { return "" }
+        let cellWidths = rows.map { $0.map(displayWidth) }
         var widths = [Int](repeating: 0, count: width)
-        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], displayWidth(cell)) } }
+        for row in cellWidths { for (i, w) in row.enumerated() { widths[i] = max(widths[i], w) } }
         let limit = terminalColumns()
+        let indentWidth = displayWidth(indent)
+        // Written into one string sized up front: line by line, the appends regrew it ~75 times.
         var out = ""
-        for row in rows {
-            var line = indent
-            var used = displayWidth(indent)
-            for (i, cell) in row.enumerated() {
-                if i == row.count - 1, let limit {
-                    line += truncated(cell, to: max(8, limit - used))
+        out.reserveCapacity(rows.count * (indent.utf8.count + widths.reduce(0, +) + 2 * width + 1))
+        for (row, cells) in rows.enumerated() {
+            out += indent
+            var used = indentWidth
+            for (i, cell) in cells.enumerated() {
+                if i == cells.count - 1 {
+                    out += limit.map { truncated(cell, to: max(8, $0 - used)) } ?? cell
                 } else {
-                    line += cell
-                }
-                if i < row.count - 1 {
-                    let pad = widths[i] - displayWidth(cell) + 2
-                    line += String(repeating: " ", count: pad)
-                    used += displayWidth(cell) + pad
+                    let pad = widths[i] - cellWidths[row][i] + 2
+                    out += cell
+                    out += String(repeating: " ", count: pad)
+                    used += cellWidths[row][i] + pad
                 }
             }
-            while line.hasSuffix(" ") { line.removeLast() }
-            out += line + "\n"
+            while out.hasSuffix(" ") { out.removeLast() }
+            out += "\n"
         }
         return out
     }
