@@ -15,6 +15,19 @@ final class SnapshotBuilder {
     /// Sinks asked for by name may have gone: that is an answer (the sink is absent), not a failure.
     var missingIsAnswer = false
 
+    /// The snapshot the replies make, nil without the server's information. The default source asked
+    /// for alone is the default: the server answered it a moment after its information, and a default
+    /// changed in between would otherwise leave the snapshot with no default source at all.
+    func snapshot(parts: SnapshotParts, serverString: String?) -> Snapshot? {
+        guard var server else { return nil }
+        server.serverString = serverString
+        if parts.contains(.defaultSource), !parts.contains(.sources), let source = sources.first {
+            server.defaultSourceName = source.name
+        }
+        return Snapshot(server: server, sinks: sinks, sources: sources, cards: cards,
+                        sinkInputs: sinkInputs, sourceOutputs: sourceOutputs)
+    }
+
     func finish(_ eol: Int32, _ context: OpaquePointer?, _ operation: String, missingIsAnswer: Bool = false) -> Bool {
         if eol < 0 {
             let code = pa_context_errno(context)
@@ -81,10 +94,7 @@ extension PulseConnection {
             try request(builder, operation) { pa_context_get_source_output_info_list(ctx, sourceOutputInfoCallback, $0) }
         }
         try collect(builder, until: deadline, operation)
-        guard var server = builder.server else { throw PulseError.noEntity(operation) }
-        server.serverString = serverString
-        let snapshot = Snapshot(server: server, sinks: builder.sinks, sources: builder.sources, cards: builder.cards,
-                                sinkInputs: builder.sinkInputs, sourceOutputs: builder.sourceOutputs)
+        guard let snapshot = builder.snapshot(parts: parts, serverString: serverString) else { throw PulseError.noEntity(operation) }
         if whole { latest.keep(snapshot, requestedAt: mark) }
         return snapshot
     }

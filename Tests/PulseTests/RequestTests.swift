@@ -57,6 +57,30 @@ import Testing
         #expect(PulseConnection.clientProperties(name: "routectl", version: nil).allSatisfy { $0.0 != "application.version" })
     }
 
+    /// The status asks for the default source alone, a moment after the server's information: a
+    /// default changed in between is the source that came back, not a default the snapshot lacks.
+    @Test func theDefaultSourceAskedAloneIsTheDefault() throws {
+        let builder = SnapshotBuilder()
+        builder.server = ServerInfo(name: "pulseaudio", version: "16.1", defaultSinkName: "speaker", defaultSourceName: "mic-a")
+        builder.sources = [Source(index: 2, name: "mic-b", description: "Mic B", mute: true, monitorOfSink: nil)]
+        let alone = try #require(builder.snapshot(parts: [.sinks, .cards, .defaultSource], serverString: "unix:/x"))
+        #expect(alone.server.defaultSourceName == "mic-b")
+        #expect(alone.defaultSource?.mute == true)
+        #expect(Status(snapshot: alone).micMuted == true)
+        #expect(alone.server.serverString == "unix:/x")
+        // Listed with the others, the sources say nothing about which is the default.
+        let listed = try #require(builder.snapshot(parts: [.sinks, .sources, .cards], serverString: nil))
+        #expect(listed.server.defaultSourceName == "mic-a")
+        #expect(listed.defaultSource == nil)
+        // None came back (a server without sources): the server's information stands.
+        builder.sources = []
+        let none = try #require(builder.snapshot(parts: [.defaultSource], serverString: nil))
+        #expect(none.server.defaultSourceName == "mic-a")
+        #expect(Status(snapshot: none).micMuted == nil)
+        builder.server = nil
+        #expect(builder.snapshot(parts: .all, serverString: nil) == nil)
+    }
+
     @Test func anOutputSnapshotLeavesOutTheSources() {
         #expect(SnapshotParts.all.isSuperset(of: .outputs))
         #expect(!SnapshotParts.outputs.contains(.sources))
