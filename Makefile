@@ -40,8 +40,10 @@ RELEASE_FLAGS += -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-ma
 # of text: each function in its own section (-function-sections), or the order can only move whole
 # files. (swiftc keeps an object whose IR has not changed, so a change of these flags shows only in
 # a clean build: rm -rf .build/*/release.) lld also packs the PIE's ~16,500 relative relocations
-# into a 3 KB table (DT_RELR, which glibc reads from 2.36 on) instead of the 397 KB one the loader
-# would read at every start. Without lld, the default linker and layout.
+# into a 3 KB table (DT_RELR, which glibc reads from 2.36 on: the binary then needs that glibc to
+# run) instead of the 397 KB one the loader would read at every start. Without lld beside swift (a
+# wrapper or a toolchain manager's proxy hides it), the default linker and layout, and `make build`
+# says so.
 LLD := $(wildcard $(dir $(realpath $(shell command -v $(SWIFT))))ld.lld)
 ifneq ($(LLD),)
 RELEASE_FLAGS += -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld \
@@ -72,6 +74,7 @@ $(SHIM_DIR)/libstdc++.so:
 build: deps sim $(if $(wildcard $(STDCXX_A)),$(SHIM_DIR)/libstdc++.so)
 	@# SwiftPM does not relink for a new order file; a missing binary it does.
 	@if [ scripts/startup.order -nt $(BIN) ]; then rm -f $(BIN); fi
+	@[ -n "$(LLD)" ] || echo "make build: no ld.lld beside $(SWIFT); linking with the default linker, without the start-up order"
 	$(SWIFT) build $(RELEASE_FLAGS)
 
 # The card simulator's plugins and preload shim, into .build/sim (scripts/server.sh also builds them).
