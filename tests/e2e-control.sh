@@ -92,6 +92,16 @@ unplug sim-headset2
 run_rc rc query override
 expect_eq "after unplug: override gone" none "$out"
 expect_match "after unplug: says why" "'sim-headset2' was disconnected" "$err"
+# query route reads the default sink alone when no override is on disk; with one, every output,
+# to check it first.
+rc set speaker --force >/dev/null
+plug headset sim-headset3
+run_rc rc query route
+expect_eq "query route with a stale override: the note" "routectl: note: override 'speaker' cleared: 'sim-headset3' was connected" "$err"
+expect_eq "query route with a stale override: the file is gone" no "$([ -e "$override" ] && echo yes || echo no)"
+expect_eq "query route: the same route as the full status" "$(rc query | awk '$1 == "route" {print $2}')" "$(rc query route)"
+expect_eq "query sink: the same sink as the full status" "$(rc query | awk '$1 == "sink" {print $2}')" "$(rc query sink)"
+unplug sim-headset3
 
 echo "-- earpiece where there is none: recorded, falls back to the speaker, exit 3"
 pactl set-default-sink sim-speaker

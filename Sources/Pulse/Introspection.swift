@@ -15,12 +15,15 @@ final class SnapshotBuilder {
     /// Sinks asked for by name may have gone: that is an answer (the sink is absent), not a failure.
     var missingIsAnswer = false
 
-    /// The snapshot the replies make, nil without the server's information. The default source asked
-    /// for alone is the default: the server answered it a moment after its information, and a default
-    /// changed in between would otherwise leave the snapshot with no default source at all.
+    /// The snapshot the replies make, nil without the server's information. The default sink or source
+    /// asked for alone is the default: the server answered it a moment after its information, and a
+    /// default changed in between would otherwise leave the snapshot with no default at all.
     func snapshot(parts: SnapshotParts, serverString: String?) -> Snapshot? {
         guard var server else { return nil }
         server.serverString = serverString
+        if parts.contains(.defaultSink), !parts.contains(.sinks), let sink = sinks.first {
+            server.defaultSinkName = sink.name
+        }
         if parts.contains(.defaultSource), !parts.contains(.sources), let source = sources.first {
             server.defaultSourceName = source.name
         }
@@ -77,6 +80,8 @@ extension PulseConnection {
         try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
         if parts.contains(.sinks) {
             try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
+        } else if parts.contains(.defaultSink) {
+            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, "@DEFAULT_SINK@", defaultSinkInfoCallback, $0) }
         }
         if parts.contains(.sources) {
             try request(builder, operation) { pa_context_get_source_info_list(ctx, sourceInfoCallback, $0) }
@@ -178,13 +183,22 @@ private let moduleInfoCallback: pa_module_info_cb_t = { c, info, eol, ud in
 private let sinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in
     let b = builder(ud)
     if b.finish(eol, c, "Failed to get sink information") { return }
-    guard let i = info?.pointee else { return }
-    b.sinks.append(Sink(
+    if let info { b.sinks.append(sink(info.pointee)) }
+}
+
+private let defaultSinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in
+    let b = builder(ud)
+    if b.finish(eol, c, "Failed to get sink information", missingIsAnswer: true) { return }
+    if let info { b.sinks.append(sink(info.pointee)) }
+}
+
+private func sink(_ i: pa_sink_info) -> Sink {
+    Sink(
         index: i.index, name: string(i.name) ?? "", description: string(i.description) ?? "",
         driver: string(i.driver) ?? "", state: sinkState(i.state.rawValue), mute: i.mute != 0,
         ownerModule: validIndex(i.owner_module), card: validIndex(i.card),
         monitorSource: string(i.monitor_source_name), properties: properties(i.proplist),
-        ports: ports(i.ports, Int(i.n_ports)), activePort: i.active_port.flatMap { string($0.pointee.name) }))
+        ports: ports(i.ports, Int(i.n_ports)), activePort: i.active_port.flatMap { string($0.pointee.name) })
 }
 
 private let sourceInfoCallback: pa_source_info_cb_t = { c, info, eol, ud in

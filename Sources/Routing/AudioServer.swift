@@ -60,6 +60,9 @@ public struct SnapshotParts: OptionSet, Sendable {
     /// The default source alone (by the server's `@DEFAULT_SOURCE@`), when `sources` is not asked
     /// for: the status shows only its mute, and every sink adds a monitor to the list of sources.
     public static let defaultSource = SnapshotParts(rawValue: 1 << 5)
+    /// The default sink alone (by the server's `@DEFAULT_SINK@`), when `sinks` is not asked for: what
+    /// a field of the route alone needs when no override waits to be checked against every output.
+    public static let defaultSink = SnapshotParts(rawValue: 1 << 6)
 
     public static let all: SnapshotParts = [.sinks, .sources, .cards, .sinkInputs, .sourceOutputs]
     /// What planning an output route needs when no input changes with it: sinks, their cards and

@@ -33,6 +33,9 @@ enum QueryField: String, CaseIterable {
     /// with many devices the sources (a monitor per sink) and the streams cost more than the rest.
     /// Always the sinks and cards: they say whether the override is stale, which is cleared before any
     /// answer.
+    /// A field read from the output in use alone (the default sink, its port and card).
+    var isOfTheOutput: Bool { [.route, .external, .muted, .sink, .port, .description, .output].contains(self) }
+
     var parts: SnapshotParts {
         switch self {
         case .engaged, .otherAudio: return [.sinks, .cards, .sinkInputs]

@@ -81,6 +81,23 @@ import Testing
         #expect(builder.snapshot(parts: .all, serverString: nil) == nil)
     }
 
+    /// `query route` with no override asks for the default sink alone: the same rule as the source's.
+    @Test func theDefaultSinkAskedAloneIsTheDefault() throws {
+        let builder = SnapshotBuilder()
+        builder.server = ServerInfo(name: "pulseaudio", version: "16.1", defaultSinkName: "speaker")
+        builder.sinks = [Sink(index: 3, name: "headset", description: "Headset", monitorSource: nil)]
+        let alone = try #require(builder.snapshot(parts: [.defaultSink, .cards], serverString: nil))
+        #expect(alone.server.defaultSinkName == "headset")
+        #expect(alone.defaultSink?.index == 3)
+        let listed = try #require(builder.snapshot(parts: [.sinks, .cards], serverString: nil))
+        #expect(listed.server.defaultSinkName == "speaker")
+        #expect(listed.defaultSink == nil)
+        builder.sinks = []
+        let none = try #require(builder.snapshot(parts: [.defaultSink], serverString: nil))
+        #expect(none.server.defaultSinkName == "speaker")
+        #expect(Status(snapshot: none).route == .unknown)
+    }
+
     @Test func anOutputSnapshotLeavesOutTheSources() {
         #expect(SnapshotParts.all.isSuperset(of: .outputs))
         #expect(!SnapshotParts.outputs.contains(.sources))
