@@ -31,12 +31,12 @@ enum QueryField: String, CaseIterable {
 
     /// What the field's answer is made of, fetched from the server and nothing more: on a machine
     /// with many devices the sources (a monitor per sink) and the streams cost more than the rest.
-    /// Always the sinks and cards: they say whether the override is stale, which is cleared before any
-    /// answer.
-    /// A field read from the output in use alone (the default sink, its port and card).
-    var isOfTheOutput: Bool { [.route, .external, .muted, .sink, .port, .description, .output].contains(self) }
-
-    var parts: SnapshotParts {
+    /// The sinks and cards say whether an override on disk is stale, which is cleared before any
+    /// answer; with none on disk, a field of the output in use needs the default sink alone.
+    func parts(overrideOnDisk: Bool) -> SnapshotParts {
+        if !overrideOnDisk, [.route, .external, .muted, .sink, .port, .description, .output].contains(self) {
+            return [.defaultSink, .cards]
+        }
         switch self {
         case .engaged, .otherAudio: return [.sinks, .cards, .sinkInputs]
         case .micMuted: return [.sinks, .cards, .defaultSource]

@@ -51,20 +51,19 @@ enum RouteCtl {
                 return write(QueryCommand.render(status ?? Status(snapshot: Snapshot(server: ServerInfo(name: "", version: ""))),
                                                  preferences: preferences, field: field, json: options.json))
             }
-            // A field of the output in use reads the default sink alone when no override is on disk:
-            // the override's staleness check is the only reader of every sink. One that appears
-            // meanwhile is not checked against this partial view (the next command checks it).
+            // With no override on disk a field may read less than every sink (`parts`; a dump is read
+            // whole). One that appears meanwhile is not checked against that partial view: the next
+            // command checks it.
             let store = State.store()
-            if options.snapshot == nil, let field, field.isOfTheOutput, (try? store.loadOverride()) == .some(nil) {
-                let snapshot = try ServerAccess.snapshot(options, parts: [.defaultSink, .cards])
-                return write(QueryCommand.render(Status(snapshot: snapshot),
-                                                 preferences: try State.preferences(store, current: nil, quiet: options.quiet),
-                                                 field: field, json: options.json))
-            }
-            let snapshot = try ServerAccess.snapshot(options, parts: field?.parts ?? QueryField.statusParts)
+            let parts = field.map { $0.parts(overrideOnDisk: options.snapshot != nil || (try? store.loadOverride()) != .some(nil)) }
+                ?? QueryField.statusParts
+            let snapshot = try ServerAccess.snapshot(options, parts: parts)
             let status = Status(snapshot: snapshot)
-            return write(QueryCommand.render(status, preferences: try preferences(for: snapshot, status: status, options),
-                                             field: field, json: options.json))
+            // Without every sink there is nothing to check an override against, and none is on disk.
+            let preferences = parts.contains(.sinks)
+                ? try preferences(for: snapshot, status: status, options)
+                : try State.preferences(store, current: nil, quiet: options.quiet)
+            return write(QueryCommand.render(status, preferences: preferences, field: field, json: options.json))
         case let .set(request):
             try requireServer(options, "set")
             return try RouteCommands.set(request, options)
