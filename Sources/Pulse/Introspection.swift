@@ -12,8 +12,6 @@ final class SnapshotBuilder {
     var modules: [String] = []
     var pending = 0
     var failure: PulseError?
-    /// Sinks asked for by name may have gone: that is an answer (the sink is absent), not a failure.
-    var missingIsAnswer = false
 
     /// The snapshot the replies make, nil without the server's information. The default sink or source
     /// asked for alone is the default: the server answered it a moment after its information, and a
@@ -34,7 +32,7 @@ final class SnapshotBuilder {
     func finish(_ eol: Int32, _ context: OpaquePointer?, _ operation: String, missingIsAnswer: Bool = false) -> Bool {
         if eol < 0 {
             let code = pa_context_errno(context)
-            if failure == nil, !((missingIsAnswer || self.missingIsAnswer) && code == Int32(PA_ERR_NOENTITY.rawValue)) {
+            if failure == nil, !(missingIsAnswer && code == Int32(PA_ERR_NOENTITY.rawValue)) {
                 failure = PulseError(code: code, operation: operation)
             }
             pending -= 1
@@ -81,13 +79,13 @@ extension PulseConnection {
         if parts.contains(.sinks) {
             try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
         } else if parts.contains(.defaultSink) {
-            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, "@DEFAULT_SINK@", defaultSinkInfoCallback, $0) }
+            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, "@DEFAULT_SINK@", namedSinkInfoCallback, $0) }
         }
         if parts.contains(.sources) {
             try request(builder, operation) { pa_context_get_source_info_list(ctx, sourceInfoCallback, $0) }
         } else if parts.contains(.defaultSource) {
             // Both servers resolve the name; a server with no source at all answers that it has none.
-            try request(builder, operation) { pa_context_get_source_info_by_name(ctx, "@DEFAULT_SOURCE@", defaultSourceInfoCallback, $0) }
+            try request(builder, operation) { pa_context_get_source_info_by_name(ctx, "@DEFAULT_SOURCE@", namedSourceInfoCallback, $0) }
         }
         if parts.contains(.cards) {
             try request(builder, operation) { pa_context_get_card_info_list(ctx, cardInfoCallback, $0) }
@@ -114,11 +112,10 @@ extension PulseConnection {
         let operation = "Failed to get server information"
         let ctx = try liveContext(operation)
         let builder = SnapshotBuilder()
-        builder.missingIsAnswer = true
         consumed = changes
         try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
         for name in names {
-            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, name, sinkInfoCallback, $0) }
+            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, name, namedSinkInfoCallback, $0) }
         }
         try collect(builder, until: deadline, operation)
         guard var server = builder.server else { throw PulseError.noEntity(operation) }
@@ -186,7 +183,8 @@ private let sinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in
     if let info { b.sinks.append(sink(info.pointee)) }
 }
 
-private let defaultSinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in
+/// A sink asked for by name may have gone (or the server has none): that is an answer, not a failure.
+private let namedSinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in
     let b = builder(ud)
     if b.finish(eol, c, "Failed to get sink information", missingIsAnswer: true) { return }
     if let info { b.sinks.append(sink(info.pointee)) }
@@ -207,7 +205,8 @@ private let sourceInfoCallback: pa_source_info_cb_t = { c, info, eol, ud in
     if let info { b.sources.append(source(info.pointee)) }
 }
 
-private let defaultSourceInfoCallback: pa_source_info_cb_t = { c, info, eol, ud in
+/// A source asked for by name: one that is not there is an answer, not a failure.
+private let namedSourceInfoCallback: pa_source_info_cb_t = { c, info, eol, ud in
     let b = builder(ud)
     if b.finish(eol, c, "Failed to get source information", missingIsAnswer: true) { return }
     if let info { b.sources.append(source(info.pointee)) }
