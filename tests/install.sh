@@ -25,22 +25,39 @@ expect_eq "start-up: libgcc_s is not loaded" "" "$(ldd "$dest/usr/bin/routectl" 
 expect_eq "start-up: no RUNPATH, the libraries are the system's" "" \
 	"$(readelf -d "$dest/usr/bin/routectl" | grep -E 'RUNPATH|RPATH' || true)"
 # Sources/CStartup/backtracer.c: the runtime's search for its backtracer's helper only when asked for.
-strace -f -o "$dest/trace" -e trace=%file "$dest/usr/bin/routectl" --version >/dev/null
+# Each run starts without the runtime's own variables, whatever the calling environment has.
+bare() { env -u SWIFT_BACKTRACE -u SWIFT_ROOT "$@"; }
+traced() { bare strace -f -o "$dest/trace" -e trace=%file,rt_sigaction "$@" >/dev/null 2>&1; }
 # The runtime's search stats its candidates; backtracer.c's one look is an access().
 searched() { grep -cE 'stat[a-z0-9]*\(.*(swift-backtrace|libexec/swift)' "$dest/trace" || true; }
+# With backtraces on, the runtime installs its crash handler.
+handler() { grep -qE 'rt_sigaction\(SIGSEGV, \{sa_handler=0x' "$dest/trace" && echo on || echo off; }
+traced "$dest/usr/bin/routectl" --version
 expect_eq "start-up: the Swift runtime does not search for swift-backtrace" 0 "$(searched)"
+expect_eq "start-up: no helper, no crash handler (what the runtime's failed search would end in)" off "$(handler)"
 expect_eq "start-up: no library is looked for beside the binary" 0 "$(grep -c "\"$dest/usr/bin/[^\"]*\.so" "$dest/trace" || true)"
-SWIFT_BACKTRACE=enable=yes strace -f -o "$dest/trace" -e trace=%file "$dest/usr/bin/routectl" --version >/dev/null 2>&1
+traced env SWIFT_BACKTRACE=enable=yes "$dest/usr/bin/routectl" --version
 expect_eq "start-up: a user's SWIFT_BACKTRACE=enable=yes is kept (the runtime searches)" yes \
 	"$([ "$(searched)" -gt 0 ] && echo yes || echo no)"
-# A toolchain under the same prefix: its helper is there, and the runtime finds it as it would.
-mkdir -p "$dest/usr/libexec/swift/linux"
+# A toolchain under the same prefix: backtraces on with its helper, named by its absolute path, also
+# when routectl is run by name from PATH elsewhere (the runtime's own root would be the current
+# directory then: argv[0]).
+mkdir -p "$dest/usr/libexec/swift/linux" "$dest/elsewhere"
 printf '#!/bin/sh\n' >"$dest/usr/libexec/swift/linux/swift-backtrace"
 chmod +x "$dest/usr/libexec/swift/linux/swift-backtrace"
-strace -f -o "$dest/trace" -e trace=%file "$dest/usr/bin/routectl" --version >/dev/null 2>&1
-expect_eq "start-up: a helper under the binary's prefix is left to the runtime (it finds it)" yes \
-	"$(grep -q "stat.*\"$dest/usr/libexec/swift/linux/swift-backtrace\".* = 0" "$dest/trace" && echo yes || echo no)"
+traced "$dest/usr/bin/routectl" --version
+expect_eq "start-up: a helper under the binary's prefix turns backtraces on" on "$(handler)"
+(cd "$dest/elsewhere" && traced env PATH="$dest/usr/bin:$PATH" routectl --version)
+expect_eq "start-up: run by name, the helper under the prefix still turns backtraces on" on "$(handler)"
+expect_eq "start-up: run by name, nothing is searched for (not in the current directory either)" 0 "$(searched)"
 rm -r "$dest/usr/libexec"
+# SWIFT_ROOT is the runtime's: it searches there.
+mkdir -p "$dest/toolchain/libexec/swift/linux"
+printf '#!/bin/sh\n' >"$dest/toolchain/libexec/swift/linux/swift-backtrace"
+chmod +x "$dest/toolchain/libexec/swift/linux/swift-backtrace"
+traced env SWIFT_ROOT="$dest/toolchain" "$dest/usr/bin/routectl" --version
+expect_eq "start-up: with SWIFT_ROOT the runtime finds the helper there" on "$(handler)"
+rm -r "$dest/toolchain" "$dest/elsewhere"
 expect_eq "the binary is position-independent (PIE)" DYN "$(readelf -h "$dest/usr/bin/routectl" | awk '/Type:/ {print $2}')"
 expect_eq "the unit runs watch --apply --dbus from PREFIX" "ExecStart=/usr/bin/routectl watch --apply --dbus" \
 	"$(grep '^ExecStart=' "$dest/usr/lib/systemd/user/routectl.service")"

@@ -1,18 +1,20 @@
-// The Swift runtime's crash backtracer, not searched for at every start when it is not there.
+// The Swift runtime's crash backtracer, never searched for at start.
 //
 // A constructor of the static runtime (Backtrace.cpp.o) reads SWIFT_BACKTRACE and, unless it names
-// the helper program (`swift-backtrace=PATH`), looks for swift-backtrace under the runtime's root
-// (the binary's directory, less a final /bin): dladdr on its own address (a walk of the
-// executable's symbols, ~50,000 instructions), then seven stats. It does so even with `enable=no`.
-// The helper comes with a Swift toolchain, so unless one shares routectl's prefix the search fails
-// and the runtime turns backtraces off: every run paid to find that out.
+// the helper program (`swift-backtrace=PATH`), looks for swift-backtrace under the runtime's root:
+// dladdr on its own address (a walk of the executable's symbols, ~50,000 instructions), which for
+// the main program names it as argv[0] gave it, then five stats. Run by name from PATH, that root is
+// the current directory: the search fails, or finds whatever `./swift-backtrace` is there. The helper
+// comes with a Swift toolchain, so unless one shares routectl's prefix the search fails and the
+// runtime turns backtraces off: every run paid to find that out.
 //
-// This constructor runs before the runtime's (priority 101; theirs have the default). When the
-// variable is not set and the helper is not where a toolchain under the same prefix puts it
-// (PREFIX/libexec/swift/linux/swift-backtrace: one readlink and one access, a few microseconds),
-// it sets the variable to what the search would end in: backtraces off, with a helper path of its
-// own (empty) so that none is looked for. A user's own setting is left as it is:
-// `SWIFT_BACKTRACE=enable=yes routectl …` gets backtraces wherever the runtime finds the helper.
+// This constructor runs before the runtime's (priority 101; theirs have the default). When neither
+// SWIFT_BACKTRACE nor SWIFT_ROOT is set, it looks once (one readlink, one access: a few
+// microseconds) where a toolchain under routectl's own prefix has the helper
+// (PREFIX/libexec/swift/linux/swift-backtrace, PREFIX from /proc/self/exe) and names it, or, when it
+// is not there, sets what the search would end in: backtraces off, with an empty helper path so that
+// none is looked for. A user's own setting is left to the runtime: `SWIFT_BACKTRACE=enable=yes` or
+// `SWIFT_ROOT=DIR` gets the runtime's own search.
 // main takes the variable out again (routectl_startup_done), so nothing routectl starts inherits it.
 //
 // Where the runtime is a shared library (debug builds), its constructors run before any of the
@@ -23,30 +25,35 @@
 #include <unistd.h>
 #include "CStartup.h"
 
+static const char helper[] = "/libexec/swift/linux/swift-backtrace";
 static int set_here;
 
-/// Whether the backtracer's helper is where a toolchain installed under routectl's prefix has it.
-static int helper_under_prefix(void) {
-    static const char helper[] = "/libexec/swift/linux/swift-backtrace";
-    char path[PATH_MAX + sizeof helper];
+/// Writes into `path` where a toolchain under routectl's prefix has the helper, if it is there.
+static int helper_under_prefix(char *path) {
     ssize_t n = readlink("/proc/self/exe", path, PATH_MAX - 1);
     if (n <= 0)
         return 0;
     path[n] = 0;
     char *slash = strrchr(path, '/');
-    if (!slash)
+    if (path[0] != '/' || !slash)
         return 0;
     *slash = 0;
     size_t length = strlen(path);
     if (length >= 4 && strcmp(path + length - 4, "/bin") == 0)
         path[length - 4] = 0;
     strcat(path, helper);
-    return access(path, X_OK) == 0;
+    // The runtime's settings are comma-separated: a path with a comma cannot be named.
+    return strchr(path, ',') == NULL && access(path, X_OK) == 0;
 }
 
-__attribute__((constructor(101))) static void backtracer_off(void) {
-    if (getenv("SWIFT_BACKTRACE") == NULL && !helper_under_prefix()
-        && setenv("SWIFT_BACKTRACE", "enable=no,swift-backtrace=", 0) == 0)
+__attribute__((constructor(101))) static void backtracer_setting(void) {
+    if (getenv("SWIFT_BACKTRACE") != NULL || getenv("SWIFT_ROOT") != NULL)
+        return;
+    static const char named[] = "swift-backtrace=";
+    char value[sizeof named + PATH_MAX + sizeof helper] = "swift-backtrace=";
+    if (!helper_under_prefix(value + sizeof named - 1))
+        strcpy(value, "enable=no,swift-backtrace=");
+    if (setenv("SWIFT_BACKTRACE", value, 0) == 0)
         set_here = 1;
 }
 
