@@ -38,20 +38,29 @@ RELEASE_FLAGS += -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-ma
 # lld, shipped with the Swift toolchain, lays out the functions the one-shot commands run side by
 # side (scripts/startup.order, written by scripts/startup-order.sh), so a query faults in fewer pages
 # of text: each function in its own section (-function-sections), or the order can only move whole
-# files. (swiftc keeps an object whose IR has not changed, so a change of these flags shows only in
-# a clean build: rm -rf .build/*/release.) lld also packs the PIE's ~16,500 relative relocations
-# into a 3 KB table (DT_RELR, which glibc reads from 2.36 on: the binary then needs that glibc to
-# run) instead of the 397 KB one the loader would read at every start. Without lld beside swift (a
-# wrapper or a toolchain manager's proxy hides it), the default linker and layout, and `make build`
-# says so.
+# files. lld also packs the PIE's ~16,500 relative relocations
+# into a 3 KB table (DT_RELR, which glibc reads from 2.36 on) instead of the 397 KB one the loader
+# would read at every start; the binary then needs glibc 2.36 to run. PACK_RELOCS=auto (the default)
+# packs them when the building machine's glibc reads them, PACK_RELOCS=no never (a binary for an
+# older glibc). Without lld beside swift (a wrapper or a toolchain manager's proxy hides it), the
+# default linker and layout, and `make build` says so.
 LLD := $(wildcard $(dir $(realpath $(shell command -v $(SWIFT))))ld.lld)
 ifneq ($(LLD),)
 RELEASE_FLAGS += -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/startup.order -Xlinker --no-warn-symbol-ordering
-ifeq ($(shell getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ split($$2, v, "."); print (v[1] > 2 || v[2] >= 36) }'),1)
+PACK_RELOCS ?= auto
+ifeq ($(PACK_RELOCS),auto)
+PACK_RELOCS := $(if $(filter 1,$(shell getconf GNU_LIBC_VERSION 2>/dev/null | \
+	awk '{ split($$2, v, "."); print (v[1] > 2 || v[2] >= 36) }')),yes,no)
+endif
+ifeq ($(PACK_RELOCS),yes)
 RELEASE_FLAGS += -Xlinker -z -Xlinker pack-relative-relocs
 endif
 endif
+# swiftc keeps an object whose IR has not changed, so a new code generation flag (-function-sections)
+# would reach only the files that changed: when the flags differ from the last build's, the release
+# build starts clean.
+FLAGS_STAMP := .build/release-flags
 BIN := .build/release/routectl
 
 .PHONY: all deps build sim test unit e2e demo bench install uninstall clean
@@ -75,6 +84,9 @@ build: deps sim $(if $(wildcard $(STDCXX_A)),$(SHIM_DIR)/libstdc++.so)
 	@# SwiftPM does not relink for a new order file; a missing binary it does.
 	@if [ scripts/startup.order -nt $(BIN) ]; then rm -f $(BIN); fi
 	@[ -n "$(LLD)" ] || echo "make build: no ld.lld beside $(SWIFT); linking with the default linker, without the start-up order"
+	@if [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" != '$(RELEASE_FLAGS)' ]; then \
+		[ ! -f $(FLAGS_STAMP) ] || echo "make build: the build flags changed; building from clean"; \
+		rm -rf .build/*/release; mkdir -p .build && echo '$(RELEASE_FLAGS)' >$(FLAGS_STAMP); fi
 	$(SWIFT) build $(RELEASE_FLAGS)
 
 # The card simulator's plugins and preload shim, into .build/sim (scripts/server.sh also builds them).
