@@ -94,6 +94,7 @@ expected+=("device-added headset $phones_id \"Headphones (Built-in Audio)\""
 	"route headset (was speaker) reason=new-device-available output=$phones_id")
 expect_eq "query speaker: still there behind the jack" yes "$(rc query speaker)"
 expect_match "devices: the speaker is hidden by the jack" "^ +speaker +jack +no +$speaker_id " "$(rc devices)"
+expect_fields_as_dumped "headphones plugged: every query field live as from a dump"
 
 echo "-- set speaker --force with the headphones in, and back"
 run_rc rc set speaker
@@ -108,6 +109,7 @@ quiet "$watch" "$apply"
 expect_eq "set speaker --force: no ping-pong, the server leaves it" "$laptop analog-output-speaker" "$(server_route)"
 expect_both "set speaker --force: reason override" "route speaker (was headset) reason=override output=$speaker_id"
 expected+=("route speaker (was headset) reason=override output=$speaker_id")
+expect_fields_as_dumped "override speaker under the headphones: every query field live as from a dump"
 run_rc rc clear
 expect_rc "clear: exit 0" 0
 expect_eq "clear: the plugged headphones take the sound again (rule 1)" "$laptop analog-output-headphones" "$(server_route)"
@@ -175,6 +177,7 @@ quiet "$watch" "$apply"
 expect_eq "HDMI stays the default" "$hdmi hdmi-output-0" "$(server_route)"
 expect_both "another client's pick" "route unknown (was speaker) reason=route-configuration-change output=$hdmi_id"
 expected+=("route unknown (was speaker) reason=route-configuration-change output=$hdmi_id")
+expect_fields_as_dumped "HDMI picked by another client: every query field live as from a dump"
 
 echo "-- the monitor sleeps: its output goes, the route falls back to the speaker"
 jack hdmi hdmi out
@@ -225,6 +228,7 @@ phone_tour() {
 	expect_eq "$kind: set earpiece: the card's profile" "$ear_profile" "$(profile_of "$card")"
 	expect_match "$kind: set earpiece: the earpiece port is active" " \[Out\] Earpiece$" "$(server_route)"
 	expect_eq "$kind: set earpiece: route read back" receiver "$(rc query route)"
+	expect_fields_as_dumped "$kind: the earpiece in the call profile: every query field live as from a dump"
 	run_rc rc set speaker
 	expect_rc "$kind: set speaker: exit 0" 0
 	expect_eq "$kind: set speaker: back to a non-call profile" "$spk_profile" "$(profile_of "$card")"

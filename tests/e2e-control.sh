@@ -38,6 +38,7 @@ rc set speaker --force >/dev/null
 speaker_index=$(pactl list short sinks | awk '$2 == "sim-speaker" {print $1}')
 wait_for "stream on sim-speaker" sh -c "pactl list short sink-inputs | awk '{print \$2}' | grep -qx '$speaker_index'"
 expect_eq "paplay's stream is on sim-speaker" "$speaker_index" "$(pactl list short sink-inputs | awk '{print $2}' | head -1)"
+expect_fields_as_dumped "a stream on the forced speaker: every query field live as from a dump"
 kill "$player"; wait "$player" 2>/dev/null || true; player=
 
 echo "-- set does not fight an external device; --force does"
@@ -76,6 +77,11 @@ expect_eq "clear: pactl default is the default target" sim-earpiece "$(default_s
 expect_eq "clear: no override file" no "$([ -e "$override" ] && echo yes || echo no)"
 expect_eq "clear: query override" none "$(rc query override)"
 expect_eq "clear: query target" earpiece "$(rc query target)"
+# With no override on disk there is nothing to check against the server: routectl's own state only.
+for field in target override default; do
+	strace -f -o "$dir/trace" -e trace=connect "$routectl" query "$field" >/dev/null
+	expect_eq "query $field with no override on disk: the server is not asked" 0 "$(grep -c '^[0-9]* *connect(' "$dir/trace" || true)"
+done
 rc default speaker >/dev/null
 
 echo "-- plugging or unplugging an external device clears the override, with no watcher"
@@ -101,6 +107,7 @@ expect_eq "query route with a stale override: the note" "routectl: note: overrid
 expect_eq "query route with a stale override: the file is gone" no "$([ -e "$override" ] && echo yes || echo no)"
 expect_eq "query route: the same route as the full status" "$(rc query | awk '$1 == "route" {print $2}')" "$(rc query route)"
 expect_eq "query sink: the same sink as the full status" "$(rc query | awk '$1 == "sink" {print $2}')" "$(rc query sink)"
+expect_fields_as_dumped "three outputs, no override: every query field live as from a dump"
 unplug sim-headset3
 
 echo "-- earpiece where there is none: recorded, falls back to the speaker, exit 3"

@@ -113,6 +113,24 @@ expect_same() {
 	fi
 }
 
+# expect_fields_as_dumped NAME: every query field (as the completions offer them), in text and JSON,
+# says live what it says from a dump taken just before: --snapshot reads the whole state, while a
+# live field may read less of it (QueryField.parts). Only for a settled state.
+expect_fields_as_dumped() {
+	local snap=$dir/fields-dump.json field live dumped bad=()
+	"$routectl" dump >"$snap"
+	for field in $(bash -c '. <("$1" completions bash); COMP_WORDS=(routectl query ""); COMP_CWORD=2; _routectl
+		echo "${COMPREPLY[*]}"' _ "$routectl"); do
+		for json in "" --json; do
+			live=$("$routectl" $json query "$field" 2>&1; echo "exit $?")
+			dumped=$("$routectl" $json --snapshot "$snap" query "$field" 2>&1; echo "exit $?")
+			[ "$live" = "$dumped" ] || bad+=("$json query $field: live '${live//$'\n'/ }', dumped '${dumped//$'\n'/ }'")
+		done
+	done
+	[ -n "${field:-}" ] || bad+=("no field completed")
+	if [ ${#bad[@]} = 0 ]; then ok "$1"; else not_ok "$1" "${bad[@]}"; fi
+}
+
 # expect_rc NAME EXPECTED: the status of the last run_rc; on a mismatch, its stderr says why.
 expect_rc() {
 	if [ "$2" = "$rc" ]; then ok "$1"; else not_ok "$1" "expected exit $2, got $rc" "stderr: $err"; fi

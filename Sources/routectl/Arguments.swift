@@ -32,17 +32,22 @@ enum QueryField: String, CaseIterable {
     /// What the field's answer is made of, fetched from the server and nothing more: on a machine
     /// with many devices the sources (a monitor per sink) and the streams cost more than the rest.
     /// The sinks and cards say whether an override on disk is stale, which is cleared before any
-    /// answer; with none on disk, a field of the output in use needs the default sink alone.
-    func parts(overrideOnDisk: Bool) -> SnapshotParts {
-        if !overrideOnDisk, [.route, .external, .muted, .sink, .port, .description, .output].contains(self) {
-            return [.defaultSink, .cards]
-        }
+    /// answer. With none on disk (looked at only for the fields that can use it), routectl's own
+    /// state needs no server and a field of the output in use needs the default sink alone.
+    func parts(overrideOnDisk: @autoclosure () -> Bool) -> SnapshotParts {
         switch self {
+        case .override, .default, .target:
+            return overrideOnDisk() ? [.sinks, .cards] : []
+        case .route, .external, .muted, .sink, .port, .description, .output:
+            return overrideOnDisk() ? [.sinks, .cards] : [.defaultSink, .cards]
         case .engaged, .otherAudio: return [.sinks, .cards, .sinkInputs]
         case .micMuted: return [.sinks, .cards, .defaultSource]
-        default: return [.sinks, .cards]
+        case .available, .bluetooth, .headset, .receiver, .speaker, .call, .server: return [.sinks, .cards]
         }
     }
+
+    /// routectl's own state: answered without a server when none answers.
+    var isOwnState: Bool { [.override, .default, .target].contains(self) }
 }
 
 enum Command {

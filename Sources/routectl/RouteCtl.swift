@@ -42,24 +42,25 @@ enum RouteCtl {
                                ("libpulse_linked", .string(PulseLibrary.libraryVersion))]).text + "\n"
                 : Help.versionText)
         case let .query(field):
-            if options.snapshot == nil, let field, [.override, .default, .target].contains(field) {
+            // Only what the answer is made of is fetched (`parts`; a dump is read whole). An output
+            // that appears meanwhile is not checked against a partial view: the next command checks it.
+            let store = State.store()
+            let parts = field.map { $0.parts(overrideOnDisk: options.snapshot != nil || State.overrideOnDisk(store)) }
+                ?? QueryField.statusParts
+            if options.snapshot == nil, let field, field.isOwnState {
                 // routectl's own state needs no server; with one, an override a device change made
                 // stale is cleared first, as for the full status.
-                let live = try? ServerAccess.snapshot(options, parts: [.sinks, .cards])
+                let live = parts.isEmpty ? nil : try? ServerAccess.snapshot(options, parts: parts)
                 let status = live.map { Status(snapshot: $0) }
-                let preferences = try State.preferences(State.store(), current: status, quiet: options.quiet)
+                let preferences = try State.preferences(store, current: status, quiet: options.quiet)
                 return write(QueryCommand.render(status ?? Status(snapshot: Snapshot(server: ServerInfo(name: "", version: ""))),
                                                  preferences: preferences, field: field, json: options.json))
             }
-            // With no override on disk a field may read less than every sink (`parts`; a dump is read
-            // whole). One that appears meanwhile is not checked against that partial view: the next
-            // command checks it.
-            let store = State.store()
-            let parts = field.map { $0.parts(overrideOnDisk: options.snapshot != nil || (try? store.loadOverride()) != .some(nil)) }
-                ?? QueryField.statusParts
             let snapshot = try ServerAccess.snapshot(options, parts: parts)
             let status = Status(snapshot: snapshot)
             // Without every sink there is nothing to check an override against, and none is on disk.
+            // The light fields do not show the preferences; they are read anyway, so that a state file
+            // that does not read fails a field as it fails the full status.
             let preferences = parts.contains(.sinks)
                 ? try preferences(for: snapshot, status: status, options)
                 : try State.preferences(store, current: nil, quiet: options.quiet)

@@ -30,6 +30,14 @@ enum State {
         }
     }
 
+    /// Whether an override is on disk, to be checked against the server before an answer: a file
+    /// that does not read counts, so that what reads it says what is wrong with it. None without a
+    /// runtime dir.
+    static func overrideOnDisk(_ store: StateStore) -> Bool {
+        guard store.overrideFile != nil else { return false }
+        do { return try store.loadOverride() != nil } catch { return true }
+    }
+
     /// The override record still in force: one whose external devices have changed is removed.
     static func currentOverride(_ store: StateStore, _ status: Status?, quiet: Bool) throws(StateError) -> OverrideRecord? {
         guard let record = try store.loadOverride() else { return nil }
