@@ -132,7 +132,8 @@ expect_eq "dump into a small non-blocking pipe: exit 0, whole JSON, more than th
 if [ "$server" = pulseaudio ]; then
 	echo "-- a server without a single source: the status has no microphone, and no error"
 	mkdir -p "$dir/bare/run"
-	XDG_RUNTIME_DIR=$dir/bare/run HOME=$dir/bare pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=no \
+	# Its own runtime and state paths, none of the suite server's.
+	env -u PULSE_RUNTIME_PATH -u PULSE_STATE_PATH -u PULSE_SERVER XDG_RUNTIME_DIR=$dir/bare/run HOME=$dir/bare pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=no \
 		--load="module-native-protocol-unix auth-anonymous=1 socket=$dir/bare/native" >"$dir/bare/log" 2>&1 &
 	bare=$!
 	wait_for "bare PulseAudio" env PULSE_SERVER="unix:$dir/bare/native" pactl info

@@ -118,10 +118,9 @@ extension PulseConnection {
             try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, name, namedSinkInfoCallback, $0) }
         }
         try collect(builder, until: deadline, operation)
-        guard var server = builder.server else { throw PulseError.noEntity(operation) }
-        server.serverString = serverString
+        guard let fresh = builder.snapshot(parts: [], serverString: serverString) else { throw PulseError.noEntity(operation) }
         var snapshot = base
-        snapshot.server = server
+        snapshot.server = fresh.server
         snapshot.sinks.removeAll { names.contains($0.name) }
         snapshot.sinks += builder.sinks
         snapshot.sinks.sort { $0.index < $1.index }
@@ -177,17 +176,22 @@ private let moduleInfoCallback: pa_module_info_cb_t = { c, info, eol, ud in
     if let name = info?.pointee.name.flatMap(string) { b.modules.append(name) }
 }
 
-private let sinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in
+/// One reply to a request for sinks or sources: a device, or the end of the list. One asked for by
+/// name may have gone (or the server has none): that is an answer, not a failure. A list request is
+/// never excused.
+private func deviceReply<Info>(_ context: OpaquePointer?, _ info: UnsafePointer<Info>?, _ eol: Int32,
+                               _ ud: UnsafeMutableRawPointer?, _ operation: String, byName: Bool,
+                               keep: (SnapshotBuilder, Info) -> Void) {
     let b = builder(ud)
-    if b.finish(eol, c, "Failed to get sink information") { return }
-    if let info { b.sinks.append(sink(info.pointee)) }
+    if b.finish(eol, context, operation, missingIsAnswer: byName) { return }
+    if let info { keep(b, info.pointee) }
 }
 
-/// A sink asked for by name may have gone (or the server has none): that is an answer, not a failure.
-private let namedSinkInfoCallback: pa_sink_info_cb_t = { c, info, eol, ud in
-    let b = builder(ud)
-    if b.finish(eol, c, "Failed to get sink information", missingIsAnswer: true) { return }
-    if let info { b.sinks.append(sink(info.pointee)) }
+private let sinkInfoCallback: pa_sink_info_cb_t = {
+    deviceReply($0, $1, $2, $3, "Failed to get sink information", byName: false) { $0.sinks.append(sink($1)) }
+}
+private let namedSinkInfoCallback: pa_sink_info_cb_t = {
+    deviceReply($0, $1, $2, $3, "Failed to get sink information", byName: true) { $0.sinks.append(sink($1)) }
 }
 
 private func sink(_ i: pa_sink_info) -> Sink {
@@ -199,17 +203,11 @@ private func sink(_ i: pa_sink_info) -> Sink {
         ports: ports(i.ports, Int(i.n_ports)), activePort: i.active_port.flatMap { string($0.pointee.name) })
 }
 
-private let sourceInfoCallback: pa_source_info_cb_t = { c, info, eol, ud in
-    let b = builder(ud)
-    if b.finish(eol, c, "Failed to get source information") { return }
-    if let info { b.sources.append(source(info.pointee)) }
+private let sourceInfoCallback: pa_source_info_cb_t = {
+    deviceReply($0, $1, $2, $3, "Failed to get source information", byName: false) { $0.sources.append(source($1)) }
 }
-
-/// A source asked for by name: one that is not there is an answer, not a failure.
-private let namedSourceInfoCallback: pa_source_info_cb_t = { c, info, eol, ud in
-    let b = builder(ud)
-    if b.finish(eol, c, "Failed to get source information", missingIsAnswer: true) { return }
-    if let info { b.sources.append(source(info.pointee)) }
+private let namedSourceInfoCallback: pa_source_info_cb_t = {
+    deviceReply($0, $1, $2, $3, "Failed to get source information", byName: true) { $0.sources.append(source($1)) }
 }
 
 private func source(_ i: pa_source_info) -> Source {
