@@ -123,8 +123,9 @@ public struct RouteApplier {
     public static func settled(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
         guard let output = plan.output else { return true }
         if plan.needsReplan {
+            let ports = portsAfterSwitch(snapshot, plan)
             return snapshot.sinks.contains { sink in
-                snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { $0.name == output.port }
+                snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { ports.contains($0.name) }
             }
         }
         guard let sink = snapshot.defaultSink, sink.name == output.sink else { return false }
@@ -142,10 +143,25 @@ public struct RouteApplier {
     /// After a profile switch, the sink that carries the planned output has no other port.
     static func onlyPort(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
         guard let output = plan.output else { return false }
+        let ports = portsAfterSwitch(snapshot, plan)
         let sink = snapshot.sinks.first { sink in
-            snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { $0.name == output.port }
+            snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { ports.contains($0.name) }
         }
         return sink.map { $0.ports.count == 1 } ?? false
+    }
+
+    /// The ports the sink a profile switch brings may carry: the planned one, and the card's output
+    /// ports the profile switched to holds. PipeWire gives a Bluetooth headset's HFP output a port of
+    /// its own (`headset-hf-output`) beside the A2DP one (`headset-output`) the call was planned on.
+    static func portsAfterSwitch(_ snapshot: Snapshot, _ plan: Plan) -> Set<String> {
+        var ports: Set<String> = plan.output?.port.map { [$0] } ?? []
+        for case let .setCardProfile(name, profile) in plan.actions {
+            guard let card = snapshot.cards.first(where: { $0.name == name }) else { continue }
+            for cardPort in card.ports where cardPort.direction != .input && cardPort.profiles.contains(profile) {
+                ports.insert(cardPort.port.name)
+            }
+        }
+        return ports
     }
 
     /// Unmutes the sink `--mute-on-fallback` muted, if it still is, and forgets it; routectl never
