@@ -63,6 +63,8 @@ rc default earpiece >/dev/null
 rc set headset >/dev/null
 run_rc rc clear --json
 expect_eq "clear on a headset: the headset keeps priority" sim-headset "$(default_sink)"
+expect_eq "clear on a headset: the note names a command that exists" \
+	"routectl: note: headset output 'sim-headset' keeps priority; the earpiece target applies when it is disconnected ('routectl set earpiece --force' switches now)" "$err"
 expect_eq "clear on a headset: applied false" false "$(printf '%s' "$out" | json_get applied)"
 rc set speaker --force >/dev/null
 run_rc rc clear

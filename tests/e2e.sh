@@ -73,6 +73,8 @@ wait_for "engaged yes" sh -c "[ \"\$('$routectl' query engaged)\" = yes ]"
 expect_eq "playing: engaged yes" yes "$(rc query engaged)"
 expect_eq "playing: other_audio_playing" true "$(rc --json query | json_get other_audio_playing)"
 expect_eq "playing: query other_audio (the field reads the streams too)" yes "$(rc query other_audio)"
+expect_eq "playing: --json query other_audio_playing keeps its key" '{"other_audio_playing":true}' "$(rc --json query other_audio_playing)"
+expect_eq "playing: --json query other_audio has the same key (keys are never renamed)" '{"other_audio_playing":true}' "$(rc --json query other_audio)"
 kill "$player"; wait "$player" 2>/dev/null || true; player=
 
 echo "-- devices lists every output with its kind, and marks the active one"
@@ -138,6 +140,17 @@ for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
 	expect_eq "'$args': nothing on stdout" "" "$out"
 done
 
+# Malformed ids (DESIGN.md §1) wherever an id is taken: exit 2 before any connection, shown escaped.
+for args in "set headset --device" "input set"; do
+	# shellcheck disable=SC2086
+	run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" $args ""
+	expect_rc "'$args \"\"': exit 2" 2
+	expect_eq "'$args \"\"': the line" "routectl: The id '' is malformed: an id is 1 to 1024 bytes without control characters. See 'routectl --help'." "$err"
+	# shellcheck disable=SC2086
+	run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" $args "$(printf 'x\033[31mred')"
+	expect_rc "'$args' with an escape sequence: exit 2" 2
+	expect_eq "'$args' with an escape sequence: the line, escaped" "routectl: The id 'x\\x1b[31mred' is malformed: an id is 1 to 1024 bytes without control characters. See 'routectl --help'." "$err"
+done
 long=$(head -c 16000 /dev/zero | tr '\0' a)
 run_rc "$routectl" --server "$long" query
 expect_rc "a 16,000-byte --server: exit 2, not libpulse's abort" 2

@@ -93,4 +93,7 @@ for cmd in $("$bin" --help | sed -n '/^COMMANDS:/,/^$/p' | awk 'NR > 1 && NF {pr
 	expect_match "bash completes the command '$cmd' from --help" "(^| )$cmd( |$)" "$(complete_words routectl "")"
 done
 expect_eq "man page renders without warnings" "" "$(MANWIDTH=80 man --warnings -l "$dest/usr/share/man/man1/routectl.1" 2>&1 >/dev/null)"
+# An alternating macro (.BR a ); b) runs its arguments together: "apply);also".
+expect_eq "man page: no words run together by an alternating macro" "" \
+	"$(MANWIDTH=1000 man -l "$dest/usr/share/man/man1/routectl.1" 2>/dev/null | grep -E '[a-z][;,)]+[a-z]' || true)"
 summary

@@ -22,6 +22,9 @@ enum QueryField: String, CaseIterable {
         self.init(rawValue: word)
     }
 
+    /// Its key in JSON, the full status's (keys are never renamed): `other_audio` is `other_audio_playing`.
+    var jsonKey: String { self == .otherAudio ? "other_audio_playing" : rawValue }
+
     /// The words `query` accepts, for errors and completions.
     static var words: [String] { allCases.map(\.rawValue) + ["other_audio_playing"] }
 
@@ -383,7 +386,8 @@ enum ArgumentParser {
             guard let target = RouteTarget(word: word) else {
                 throw Failure.usage("The value '\(word)' is invalid for '<target>'.\(suggestion(word, RouteTarget.words))")
             }
-            return .set(RouteRequest(target: target, device: commandOptions["device"], force: commandOptions["force"] != nil))
+            let device = try commandOptions["device"].map { id throws(Failure) in try outputID(id) }
+            return .set(RouteRequest(target: target, device: device, force: commandOptions["force"] != nil))
         case "clear":
             try atMost(0, rest, spec)
             return .clear
@@ -409,7 +413,7 @@ enum ArgumentParser {
             case "set":
                 guard rest.count >= 2 else { throw Failure.usage("Missing value for '<id>'.") }
                 try atMost(2, rest, spec)
-                return .inputSet(rest[1])
+                return .inputSet(try outputID(rest[1]))
             default:
                 throw Failure.usage("The value '\(verb)' is invalid for 'input'.\(suggestion(verb, ["list", "set", "clear", "mute"]))")
             }

@@ -58,7 +58,9 @@ extension RouteCommands {
         case let .externalKeepsPriority(output):
             applied = false
             reason = "external-device-active"
-            note = "\(output.route.rawValue) output '\(output.id)' keeps priority; the \(target.rawValue) target applies when it is disconnected (--force switches now)"
+            // `clear` takes no --force: name the command that switches now.
+            let force = command == "set" ? "--force" : "'routectl set \(target.rawValue) --force'"
+            note = "\(output.route.rawValue) output '\(output.id)' keeps priority; the \(target.rawValue) target applies when it is disconnected (\(force) switches now)"
         case let .fellBack(from):
             reason = "no-\(from.route.rawValue)-output"
             exit = .fellBack

@@ -5,7 +5,7 @@ enum QueryCommand {
     static func render(_ status: Status, preferences: Preferences = Preferences(), field: QueryField?, json: Bool) -> String {
         if let field {
             let value = self.value(field, status, preferences)
-            return json ? JSON.object([(field.rawValue, value)]).text + "\n" : text(field, value) + "\n"
+            return json ? JSON.object([(field.jsonKey, value)]).text + "\n" : text(field, value) + "\n"
         }
         if json { return object(status, preferences).text + "\n" }
         // The rows of the full status, each one a field (`query ROW`).
@@ -89,12 +89,8 @@ enum QueryCommand {
 
     /// The `--json` status object; its keys are documented in routectl(1) and never renamed.
     static func object(_ status: Status, _ preferences: Preferences) -> JSON {
-        let keys: [(String, QueryField)] = [
-            ("route", .route), ("target", .target), ("override", .override), ("default", .default), ("call", .call),
-            ("external", .external), ("available", .available), ("engaged", .engaged), ("other_audio_playing", .otherAudio),
-            ("muted", .muted), ("mic_muted", .micMuted),
-            ("output", .output), ("server", .server),
-        ]
-        return .object(keys.map { ($0.0, value($0.1, status, preferences)) })
+        let fields: [QueryField] = [.route, .target, .override, .default, .call, .external, .available, .engaged, .otherAudio,
+                                    .muted, .micMuted, .output, .server]
+        return .object(fields.map { ($0.jsonKey, value($0, status, preferences)) })
     }
 }
