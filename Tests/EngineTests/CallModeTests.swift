@@ -105,6 +105,19 @@ import Testing
         #expect(ended.status.route == .bluetooth)
     }
 
+    /// PipeWire gives HFP a port of its own (`headset-hf-output`, not A2DP's `headset-output`): the
+    /// sink the switch brings settles the call at once, not at the end of the timeout.
+    @Test func aBluetoothCallOnPipeWireSettlesOnTheHFPPort() throws {
+        let server = FakeServer(try fixture("sim/pipewire-bluetooth-a2dp"))
+        server.profiles["\(headset)/headset-head-unit"] = try fixture("sim/pipewire-bluetooth-hfp")
+        let mode = CallMode(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+        let started = try mode.start(speaker: false, timeout: 1)
+        #expect(server.applied.first == [.setCardProfile(card: headset, profile: "headset-head-unit")])
+        #expect(server.unsettled.isEmpty, "waited out: \(server.unsettled)")
+        #expect(started.result.status.route == .bluetooth)
+        #expect(started.result.status.output?.port == "headset-hf-output")
+    }
+
     /// Outside a call a headset another client put in HFP (a softphone) stays there; in a call routectl
     /// switches it (rule 8).
     @Test func bluetoothProfilesAreTheCallsOnlyInACall() throws {

@@ -55,6 +55,8 @@ final class FakeServer: AudioServer {
     var reconnectFailures = 0
     var script: [Step] = []
     var applied: [[Action]] = []
+    /// Actions whose result the engine's `settled` rejected: on a server, a wait for the whole timeout.
+    var unsettled: [[Action]] = []
     private(set) var isConnected = true
     private(set) var shouldStop = false
 
@@ -89,7 +91,10 @@ final class FakeServer: AudioServer {
             overruleOnce = nil
             overrule(&current)
         }
-        return try snapshot(timeout: timeout)
+        let result = try snapshot(timeout: timeout)
+        // A real server would be waited on until the timeout: nothing more comes to settle it.
+        if !actions.isEmpty, !settled(result) { unsettled.append(actions) }
+        return result
     }
 
     func carryOut(_ action: Action) {
