@@ -96,6 +96,12 @@ expect_eq "query speaker: still there behind the jack" yes "$(rc query speaker)"
 expect_match "devices: the speaker is hidden by the jack" "^ +speaker +jack +no +$speaker_id " "$(rc devices)"
 expect_fields_as_dumped "headphones plugged: every query field live as from a dump"
 
+echo "-- set earpiece with the headphones in, on a laptop with none: rule 4, the headphones keep the sound"
+run_rc rc set earpiece
+expect_rc "set earpiece with no receiver anywhere: exit 3" 3
+expect_eq "set earpiece with no receiver anywhere: the note" \
+	"routectl: note: no receiver output here; headset output '$phones_id' keeps the sound (the preference is recorded)" "$err"
+expect_eq "set earpiece with no receiver anywhere: the headphones keep the sound" "$laptop analog-output-headphones" "$(server_route)"
 echo "-- set speaker --force with the headphones in, and back"
 run_rc rc set speaker
 expect_rc "set speaker (no --force): exit 0" 0

@@ -126,19 +126,22 @@ public enum Planner {
             status.outputs.first { $0.id == old.id && $0.route.isExternal && $0.isAvailable }
         }
 
-        // Rule 2: a built-in target does not take the sound back from an external device unless forced
-        // (an unplugged headphone jack is no device in use).
-        if request.target.isBuiltIn, !request.force, let external {
-            return Plan(outcome: .externalKeepsPriority(external), actions: [], output: external, needsReplan: false)
-        }
-
         let wanted = request.target.route
-        if let device = request.device {
+        // A named device must be there, whoever keeps the sound: a typo is not recorded as a preference.
+        let named = try request.device.map { device throws(PlanningError) in
             guard let output = match(device, in: status.outputs, route: request.anyKind ? nil : wanted) else {
                 throw .noSuchDevice(device, request.target)
             }
-            return try actions(toward: output, snapshot, status, context, outcome: .switchTo)
+            return output
         }
+        // Rule 2: a built-in target does not take the sound back from an external device unless forced
+        // (an unplugged headphone jack is no device in use). It applies once the device goes, so there
+        // must be an output of its kind, a speaker behind the jack included; with none, rule 4 below.
+        if request.target.isBuiltIn, !request.force, let external,
+           named != nil || best(wanted, status, context, includeHidden: true) != nil {
+            return Plan(outcome: .externalKeepsPriority(external), actions: [], output: external, needsReplan: false)
+        }
+        if let named { return try actions(toward: named, snapshot, status, context, outcome: .switchTo) }
         // A built-in output hidden by a plugged jack is reached only with --force (rule 4).
         if let output = best(wanted, status, context, includeHidden: request.force) {
             return try actions(toward: output, snapshot, status, context, outcome: .switchTo)

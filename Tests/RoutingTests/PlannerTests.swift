@@ -80,11 +80,21 @@ import Testing
     }
 
     @Test func builtInTargetDoesNotFightAnExternalDevice() throws {
-        let s = try fixture("bluetooth-pulseaudio")
+        var s = try fixture("laptop")
+        let bt = try fixture("bluetooth-pulseaudio")
+        s.sinks += bt.sinks
+        s.cards += bt.cards
+        s.server.defaultSinkName = "bluez_sink.00_1B_66_A1_B2_C3.a2dp_sink"
         let plan = try Planner.plan(s, RouteRequest(target: .speaker))
         guard case let .externalKeepsPriority(output) = plan.outcome else { Issue.record("\(plan.outcome)"); return }
         #expect(output.sink == "bluez_sink.00_1B_66_A1_B2_C3.a2dp_sink")
         #expect(plan.actions.isEmpty)
+        // Bluetooth alone, no speaker to apply once it goes: rule 4's fallback, the headset keeping the sound.
+        var alone = bt
+        alone.server.defaultSinkName = "bluez_sink.00_1B_66_A1_B2_C3.a2dp_sink"
+        let none = try Planner.plan(alone, RouteRequest(target: .speaker))
+        #expect(none.outcome == .fellBack(from: .speaker))
+        #expect(none.output?.sink == "bluez_sink.00_1B_66_A1_B2_C3.a2dp_sink")
     }
 
     @Test func forceSwitchesAnyway() throws {

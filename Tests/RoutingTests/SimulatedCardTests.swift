@@ -31,6 +31,22 @@ import Testing
         #expect(plan.actions == [.setSinkPort(sink: "alsa_output.sim-laptop.analog-stereo", port: "analog-output-speaker")])
     }
 
+    /// With the headphones in, the speaker applies once they are pulled; an earpiece never will on a
+    /// laptop, so that is rule 4's fallback (exit 3), the headphones keeping the sound.
+    @Test(arguments: servers)
+    func aBuiltInTargetUnderTheHeadphonesWaitsOnlyWhenItExists(server: String) throws {
+        let s = try fixture("sim/\(server)-laptop-headphones")
+        let speaker = try Planner.plan(s, RouteRequest(target: .speaker))
+        guard case .externalKeepsPriority = speaker.outcome else { Issue.record("speaker: \(speaker.outcome)"); return }
+        let earpiece = try Planner.plan(s, RouteRequest(target: .earpiece))
+        #expect(earpiece.outcome == .fellBack(from: .earpiece))
+        #expect(earpiece.output?.id == "alsa_card.sim-laptop:analog-output-headphones")
+        #expect(earpiece.actions.isEmpty)
+        #expect(throws: PlanningError.noSuchDevice("nonexistent-thing", .speaker), "a typo is no preference") {
+            try Planner.plan(s, RouteRequest(target: .speaker, device: "nonexistent-thing"))
+        }
+    }
+
     @Test(arguments: servers)
     func theDesktopsLineOutIsNoSpeaker(server: String) throws {
         let status = Status(snapshot: try fixture("sim/\(server)-desktop"))
