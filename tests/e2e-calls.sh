@@ -142,6 +142,17 @@ phone_tour() {
 	expect_eq "$kind call end with no call: says so" "routectl: note: no call in progress" "$err"
 	rc input mute off >/dev/null
 	stop_watchers
+	echo "-- $kind: a mute left on the call's microphone does not carry into the next call"
+	rc call start >/dev/null
+	rc input mute on >/dev/null
+	expect_eq "$kind muted in a call" yes "$(rc query mic_muted)"
+	rc call end >/dev/null
+	expect_eq "$kind after the muted call: the microphone live, as before it" no "$(rc query mic_muted)"
+	run_rc rc call start
+	expect_eq "$kind the next call: exit 0" 0 "$rc"
+	expect_eq "$kind the next call: its microphone live (server)" no "$(rc query mic_muted)"
+	expect_match "$kind the next call: the output says so" "^mic_muted +no$" "$out"
+	rc call end >/dev/null
 }
 
 echo "== $server: call mode on simulated phones: $(pactl info | sed -n 's/^Server Name: //p')"

@@ -62,9 +62,10 @@ public struct CallMode {
             ?? Policy.ruling(status, preferences)
         let applier = RouteApplier(server: server, store: store, clocks: clocks)
         do {
-            let result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, status: status,
+            var result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, status: status,
                                            reason: .call, inCall: true)
             try RouteApplier.verify(result)
+            if existing == nil, record.micMuted == false { result = try unmuted(result, timeout: timeout) }
             if !record.applied { markApplied(&record) }
             return Started(result: result, record: record, isNew: existing == nil)
         } catch {
@@ -75,6 +76,20 @@ public struct CallMode {
                 _ = try? end(timeout: timeout)
             }
             throw error
+        }
+    }
+
+    /// A new call does not inherit the mute an earlier call left on its microphone (the server
+    /// remembers each source's): live before the call, live in it.
+    func unmuted(_ result: RouteApplier.Result, timeout: Double) throws(EngineError) -> RouteApplier.Result {
+        guard let source = result.snapshot.defaultSource, source.mute else { return result }
+        do {
+            let after = try server.apply([.setSourceMute(source: source.name, mute: false)], timeout: timeout) { s in
+                s.sources.first { $0.name == source.name }?.mute == false
+            }
+            return RouteApplier.Result(snapshot: after, plan: result.plan)
+        } catch {
+            throw .server(error)
         }
     }
 

@@ -148,7 +148,7 @@ enum Grammar {
             details: """
               With no FIELD, the full status. With a FIELD, its value alone, for scripts:
                 route      speaker, receiver, bluetooth, headset or unknown: where sound comes out
-                target     the target routectl aims for (override, else default)
+                target     the target routectl aims for (override, else the call's, else default)
                 override   the temporary override, or none
                 default    the persistent default: speaker or earpiece
                 external   yes when the route is Bluetooth or a headset

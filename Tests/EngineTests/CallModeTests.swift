@@ -32,6 +32,27 @@ import Testing
         #expect(store.call?.applied == true)
     }
 
+    /// The server remembers each source's mute: a Voice Call microphone an earlier call left muted is
+    /// live in the next call when the microphone was live before it; a call in progress keeps its mute.
+    @Test func aNewCallDoesNotInheritAnEarlierCallsMute() throws {
+        let server = try phoneServer()
+        var voiceCall = try fixture("sim/pulseaudio-phone-voicecall")
+        let callSource = try #require(voiceCall.server.defaultSourceName)
+        let i = try #require(voiceCall.sources.firstIndex { $0.name == callSource })
+        voiceCall.sources[i].mute = true
+        server.profiles["\(phone)/Voice Call"] = voiceCall
+        let store = FakeStore()
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        let started = try mode.start(speaker: false, timeout: 1)
+        #expect(store.call?.micMuted == false)
+        #expect(server.applied.contains([.setSourceMute(source: callSource, mute: false)]))
+        #expect(started.result.snapshot.defaultSource?.mute == false)
+        server.applied = []
+        server.current.sources[i].mute = true
+        _ = try mode.start(speaker: true, timeout: 1)
+        #expect(!server.applied.contains([.setSourceMute(source: callSource, mute: false)]), "a re-apply keeps the call's mute")
+    }
+
     /// PulseAudio 17 names: the earpiece is in `HiFi (Earpiece, Mic)` and `Voice Call (Earpiece, Mic)`;
     /// a call takes the Voice Call one that holds the earpiece, not the first Voice Call profile.
     @Test func theCallProfileIsChosenByItsPortsInTheNewNaming() throws {
