@@ -152,7 +152,20 @@ phone_tour() {
 	expect_eq "$kind the next call: exit 0" 0 "$rc"
 	expect_eq "$kind the next call: its microphone live (server)" no "$(rc query mic_muted)"
 	expect_match "$kind the next call: the output says so" "^mic_muted +no$" "$out"
+	echo "-- $kind: call end on the headset plugged in the call: routectl's own move, then the call event"
+	start_watchers
+	jack "$kind" headphone in
+	wait_line "$apply" 1 "^route headset" || true
+	settle
+	mark
 	rc call end >/dev/null
+	wait_line "$watch" 1 "^call ended" || true
+	wait_line "$apply" 1 "^call ended" || true
+	settle
+	expect_step "$kind call end on the headset: one route event, reason call" \
+		"route headset (was headset) reason=call output=$card:[Out] Headphones"
+	expect_both "$kind call end on the headset: the call event, with where the call ended" "call ended route=headset"
+	stop_watchers
 }
 
 echo "== $server: call mode on simulated phones: $(pactl info | sed -n 's/^Server Name: //p')"

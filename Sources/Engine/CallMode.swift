@@ -79,6 +79,25 @@ public struct CallMode {
         }
     }
 
+    /// The override from before the call comes back unless a device came or went meanwhile (it would
+    /// have been cleared then, as always).
+    static func restoredOverride(_ record: CallRecord, _ status: Status) -> OverrideRecord? {
+        record.override.flatMap { $0.staleness(currentExternals: status.externalKeys) == nil ? $0 : nil }
+    }
+
+    /// Where `call end` goes: the output in use before the call when it is still there and no external
+    /// device came or went, else the restored override, else the rules.
+    static func request(_ record: CallRecord, _ status: Status, _ preferences: Preferences) -> RouteRequest {
+        if let id = record.override == nil ? record.output : nil,
+           let output = status.outputs.first(where: { $0.id == id && $0.isAvailable && !$0.isHiddenByJack }),
+           let target = RouteTarget(route: output.route),
+           status.externalKeys == record.externals {
+            return RouteRequest(target: target, device: output.id, force: true)
+        }
+        if let override = preferences.override { return RouteRequest(target: override, force: true) }
+        return Policy.ruling(status, preferences)
+    }
+
     /// A new call does not inherit the mute an earlier call left on its microphone (the server
     /// remembers each source's): live before the call, live in it.
     func unmuted(_ result: RouteApplier.Result, timeout: Double) throws(EngineError) -> RouteApplier.Result {
@@ -113,8 +132,17 @@ public struct CallMode {
         }
         var snapshot: Snapshot
         do { snapshot = try server.latestSnapshot(timeout: timeout) } catch { throw .server(error) }
-        // Watchers report the whole way back as one route change, reason `call`.
-        let intent = RouteIntent(output: record.output ?? "", reason: .call, at: clocks.wallMilliseconds())
+        // Watchers report the whole way back as one route change, reason `call`: announced with the
+        // output it leads to (an id outlives the profile switch), decided as below on what is here now.
+        var announced = record.output
+        if var preferences = try? store.preferences() {
+            let status = Status(snapshot: snapshot)
+            preferences.override = Self.restoredOverride(record, status)?.target
+            preferences.callTarget = nil
+            let request = Self.request(record, status, preferences)
+            if let output = (try? Planner.plan(snapshot, request, PlanContext(), status: status))?.output { announced = output.id }
+        }
+        let intent = RouteIntent(output: announced ?? "", reason: .call, at: clocks.wallMilliseconds())
         store.saveIntent(intent)
         defer {
             var done = intent
@@ -151,9 +179,7 @@ public struct CallMode {
             throw .server(error)
         }
         let status = Status(snapshot: snapshot)
-        // The override from before the call comes back unless a device came or went meanwhile (it
-        // would have been cleared then, as always).
-        let override = record.override.flatMap { $0.staleness(currentExternals: status.externalKeys) == nil ? $0 : nil }
+        let override = Self.restoredOverride(record, status)
         var preferences: Preferences
         do {
             try store.replaceOverride(override)
@@ -163,17 +189,7 @@ public struct CallMode {
         }
         // call.json goes last, once everything is back: a failure on the way leaves it for another `call end`.
         preferences.callTarget = nil
-        let request: RouteRequest
-        if let id = record.override == nil ? record.output : nil,
-           let output = status.outputs.first(where: { $0.id == id && $0.isAvailable && !$0.isHiddenByJack }),
-           let target = RouteTarget(route: output.route),
-           status.externalKeys == record.externals {
-            request = RouteRequest(target: target, device: output.id, force: true)
-        } else if let override = preferences.override {
-            request = RouteRequest(target: override, force: true)
-        } else {
-            request = Policy.ruling(status, preferences)
-        }
+        let request = Self.request(record, status, preferences)
         let applier = RouteApplier(server: server, store: store, clocks: clocks)
         var result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: snapshot,
                                        reason: .call)
