@@ -67,6 +67,13 @@ expect_eq "bash completes output ids after --device" "$speaker_id" \
 expect_eq "bash completes input ids after input set" "alsa_card.sim-laptop:analog-input-internal-mic" \
 	"$(complete_words routectl input set alsa_card.sim-laptop:analog-input-int)"
 echo "-- input set takes the ids devices prints (CARD:PORT), a microphone port too"
+source_before=$(pactl get-default-source)
+run_rc rc input set alsa_card.sim-laptop:analog-input-mic
+expect_rc "input set on an empty mic jack: exit 1" 1
+expect_eq "input set on an empty mic jack: says so" \
+	"routectl: Input 'alsa_card.sim-laptop:analog-input-mic' is not available (nothing is plugged into its jack); the default input stays '$source_before'." "$err"
+expect_eq "input set on an empty mic jack: the default input unchanged (server)" "$source_before" "$(pactl get-default-source)"
+expect_eq "input set on an empty mic jack: nothing recorded" 0 "$(cat "$XDG_STATE_HOME/routectl/state.json" 2>/dev/null | grep -c preferred_input || true)"
 jack laptop mic in
 wait_for "the mic jack" sh -c "'$routectl' devices | grep -q ' yes  *alsa_card.sim-laptop:analog-input-mic '"
 run_rc rc input set alsa_card.sim-laptop:analog-input-mic

@@ -47,6 +47,11 @@ extension RouteCommands {
                 let names = status.inputs.map(\.id)
                 throw Failure(status: .failed, message: "No input named '\(id)'.\(ArgumentParser.suggestion(id, names)) See 'routectl input list'.")
             }
+            // A microphone whose jack is empty: the server would move the default on to whatever is
+            // left (a monitor), leaving no microphone. Nothing is changed or recorded.
+            guard input.availability != .unavailable else {
+                throw Failure(status: .failed, message: "Input '\(input.id)' is not available (nothing is plugged into its jack); the default input stays '\(before.server.defaultSourceName ?? "none")'.")
+            }
             let after = try connection.apply(Planner.sourceActions(input, before), timeout: max(options.timeout, settleSeconds)) {
                 Status(snapshot: $0).inputs.contains { $0.id == input.id && $0.isDefault }
             }
