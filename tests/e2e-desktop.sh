@@ -238,4 +238,17 @@ expect_eq "--hold-down without --apply: exit 2" 2 "$rc"
 run_rc rc watch --apply --hold-down -1
 expect_eq "--hold-down -1: exit 2" 2 "$rc"
 
+echo "-- why on an external device: rule 1 for the most recent one only, with no watcher"
+# Rule 1 is the most recently connected device; another one in use was someone else's choice (rule 5).
+plug headset why-headset
+plug bluetooth why-bluetooth
+pactl set-default-sink why-bluetooth
+wait_for "why-bluetooth the default" default_is why-bluetooth || true
+expect_eq "why on the most recent external device: rule external-device" external-device "$(rc --json why | json_get rule)"
+pactl set-default-sink why-headset
+wait_for "why-headset the default" default_is why-headset || true
+expect_eq "why on an older external device another client picked: rule other" other "$(rc --json why | json_get rule)"
+unplug why-bluetooth
+unplug why-headset
+
 summary

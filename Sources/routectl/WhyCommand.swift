@@ -100,8 +100,13 @@ enum WhyCommand {
                 return Answer(rule: "priority", explanation: "entry \(rank + 1) of the priority list ('\(preferences.priority[rank])')",
                               since: actedHere?.at)
             }
-            return Answer(rule: "external-device", explanation: "an external device is connected; the most recently connected wins (rule 1)",
-                          since: actedHere?.at)
+            // Rule 1 explains the most recently connected device only; another one in use was chosen
+            // by someone else (a mixer, pactl), which routectl respects: rule 5, below.
+            let mostRecent = Policy.choice(status, PolicyState(status: status), defaultTarget: preferences.baseTarget).device
+            if mostRecent == nil || mostRecent == output.id {
+                return Answer(rule: "external-device", explanation: "an external device is connected; the most recently connected wins (rule 1)",
+                              since: actedHere?.at)
+            }
         }
         if preferences.priority.contains(where: { $0 == output.id || $0 == output.sink }) {
             return Answer(rule: "priority", explanation: "listed in the priority list", since: actedHere?.at)
