@@ -43,6 +43,8 @@ expect_eq "why --json: rule" default "$(rc --json why | json_get rule)"
 echo "-- priority: the command and its state"
 run_rc rc priority
 expect_eq "no list: exit 0" 0 "$rc"
+strace -f -o "$dir/trace" -e trace=connect "$routectl" priority >/dev/null
+expect_eq "no list: the server is not asked" 0 "$(grep -c '^[0-9]* *connect(' "$dir/trace" || true)"
 expect_eq "no list: says what decides" "no priority list: the most recently connected device wins" "$out"
 run_rc rc priority set "$b_card" bluetooth "$speaker_id" "$b_card"
 expect_eq "priority set: exit 0" 0 "$rc"

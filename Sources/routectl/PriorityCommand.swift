@@ -13,7 +13,8 @@ enum PriorityCommand {
             live = snapshot
         } else {
             do { priority = try State.store().loadPersistent().priority } catch { throw State.failure(error) }
-            live = try? ServerAccess.snapshot(options)
+            // Presence is all the server adds: with no list there is nothing to ask it.
+            live = priority.isEmpty ? nil : try? ServerAccess.snapshot(options, parts: [.sinks, .cards])
         }
         let outputs = live.map { Status(snapshot: $0).outputs }
         func entry(_ id: String) -> (present: Bool?, output: Output?) {
