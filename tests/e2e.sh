@@ -128,6 +128,8 @@ for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
 	"--snapshot x set speaker|'set' changes the server or routectl's state; --snapshot is for read-only commands." \
 	"--snapshot x default earpiece|'default earpiece' changes the server or routectl's state; --snapshot is for read-only commands." \
 	"--snapshot x input clear|'input clear' changes the server or routectl's state; --snapshot is for read-only commands." \
+	"--snapshot x watch|'watch' follows a live server; --snapshot is a file, read once." \
+	"--snapshot x wait speaker|'wait' follows a live server; --snapshot is a file, read once." \
 	"--force|Option '--force' needs a command ('set')." \
 	"qeury|Unknown command 'qeury'. Did you mean 'query'?" \
 	"set headphone|The value 'headphone' is invalid for '<target>'. Did you mean 'headset'?" \

@@ -99,10 +99,10 @@ enum RouteCtl {
             if verb != .status { try requireServer(options, "call \(verb.rawValue)") }
             return try CallCommand.run(verb, speaker: speaker, options)
         case let .watch(watch):
-            try requireServer(options, "watch")
+            try requireServer(options, "watch", follows: true)
             return try WatchCommand.run(options, watch)
         case let .wait(route, timeout):
-            try requireServer(options, "wait")
+            try requireServer(options, "wait", follows: true)
             return try WaitCommand.run(route, timeout: timeout, options)
         case .devices:
             let snapshot = try ServerAccess.snapshot(options)
@@ -125,9 +125,10 @@ enum RouteCtl {
 
     /// Commands that change the server or routectl's state, or follow a live server, cannot run on a
     /// snapshot: `--snapshot` never reads or writes live state.
-    static func requireServer(_ options: GlobalOptions, _ command: String) throws(Failure) {
+    static func requireServer(_ options: GlobalOptions, _ command: String, follows: Bool = false) throws(Failure) {
         if options.snapshot != nil {
-            throw Failure.usage("'\(command)' changes the server or routectl's state; --snapshot is for read-only commands.")
+            throw Failure.usage(follows ? "'\(command)' follows a live server; --snapshot is a file, read once."
+                : "'\(command)' changes the server or routectl's state; --snapshot is for read-only commands.")
         }
     }
 
