@@ -65,7 +65,12 @@ public struct CallMode {
             var result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, status: status,
                                            reason: .call, inCall: true)
             try RouteApplier.verify(result)
-            if existing == nil, record.micMuted == false { result = try unmuted(result, timeout: timeout) }
+            if existing == nil, let source = result.snapshot.defaultSource, source.name != record.defaultSource {
+                // The call's own microphone: its mute is noted for call end, then it is made live.
+                record.callSource = source.name
+                record.callSourceMuted = source.mute
+                if record.micMuted == false { result = try unmuted(result, timeout: timeout) }
+            }
             if !record.applied { markApplied(&record) }
             return Started(result: result, record: record, isNew: existing == nil)
         } catch {
@@ -99,7 +104,7 @@ public struct CallMode {
     }
 
     /// A new call does not inherit the mute an earlier call left on its microphone (the server
-    /// remembers each source's): live before the call, live in it.
+    /// remembers each source's): live before the call, live in it. Call end puts its mute back.
     func unmuted(_ result: RouteApplier.Result, timeout: Double) throws(EngineError) -> RouteApplier.Result {
         guard let source = result.snapshot.defaultSource, source.mute else { return result }
         do {
@@ -148,6 +153,17 @@ public struct CallMode {
             var done = intent
             done.done = true
             store.saveIntent(done)
+        }
+        // The call's own microphone gets the mute the call found it with, before its profile goes.
+        if let name = record.callSource, let muted = record.callSourceMuted,
+           let source = snapshot.sources.first(where: { $0.name == name }), source.mute != muted {
+            do {
+                snapshot = try server.apply([.setSourceMute(source: name, mute: muted)], timeout: timeout) { s in
+                    s.sources.first { $0.name == name }?.mute == muted
+                }
+            } catch {
+                throw .server(error)
+            }
         }
         var restore = record.profiles.compactMap { saved -> Action? in
             guard let card = snapshot.cards.first(where: { $0.name == saved.card }), card.activeProfile != saved.profile,

@@ -122,12 +122,7 @@ public struct RouteApplier {
     /// that card; otherwise the default sink with the wanted port.
     public static func settled(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
         guard let output = plan.output else { return true }
-        if plan.needsReplan {
-            let ports = portsAfterSwitch(snapshot, plan)
-            return snapshot.sinks.contains { sink in
-                snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { ports.contains($0.name) }
-            }
-        }
+        if plan.needsReplan { return sinkAfterSwitch(snapshot, plan) != nil }
         guard let sink = snapshot.defaultSink, sink.name == output.sink else { return false }
         return output.port == nil || sink.activePort == output.port
     }
@@ -142,26 +137,29 @@ public struct RouteApplier {
 
     /// After a profile switch, the sink that carries the planned output has no other port.
     static func onlyPort(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
-        guard let output = plan.output else { return false }
-        let ports = portsAfterSwitch(snapshot, plan)
-        let sink = snapshot.sinks.first { sink in
-            snapshot.card(of: sink)?.name == output.cardName && sink.ports.contains { ports.contains($0.name) }
-        }
-        return sink.map { $0.ports.count == 1 } ?? false
+        sinkAfterSwitch(snapshot, plan).map { $0.ports.count == 1 } ?? false
     }
 
-    /// The ports the sink a profile switch brings may carry: the planned one, and the card's output
-    /// ports the profile switched to holds. PipeWire gives a Bluetooth headset's HFP output a port of
-    /// its own (`headset-hf-output`) beside the A2DP one (`headset-output`) the call was planned on.
-    static func portsAfterSwitch(_ snapshot: Snapshot, _ plan: Plan) -> Set<String> {
-        var ports: Set<String> = plan.output?.port.map { [$0] } ?? []
+    /// The sink a profile switch brought, not the one it replaces (PipeWire acknowledges before it
+    /// switches): on the planned output's card, not the sink the output was planned on (PipeWire keeps a
+    /// Bluetooth headset's sink name across the switch), carrying the planned port or an output port
+    /// that only the profile switched to holds (one the old profile holds too is on the old sink).
+    /// PipeWire gives a Bluetooth headset's HFP output a port of its own (`headset-hf-output`) beside
+    /// the A2DP one (`headset-output`) the call was planned on.
+    static func sinkAfterSwitch(_ snapshot: Snapshot, _ plan: Plan) -> Sink? {
+        guard let output = plan.output else { return nil }
+        var ports: Set<String> = output.port.map { [$0] } ?? []
         for case let .setCardProfile(name, profile) in plan.actions {
             guard let card = snapshot.cards.first(where: { $0.name == name }) else { continue }
-            for cardPort in card.ports where cardPort.direction != .input && cardPort.profiles.contains(profile) {
+            for cardPort in card.ports where cardPort.direction != .input && cardPort.profiles.contains(profile)
+                && !(output.cardProfile.map(cardPort.profiles.contains) ?? false) {
                 ports.insert(cardPort.port.name)
             }
         }
-        return ports
+        return snapshot.sinks.first { sink in
+            sink.index != output.sinkIndex && snapshot.card(of: sink)?.name == output.cardName
+                && sink.ports.contains { ports.contains($0.name) }
+        }
     }
 
     /// Unmutes the sink `--mute-on-fallback` muted, if it still is, and forgets it; routectl never

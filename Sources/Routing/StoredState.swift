@@ -109,6 +109,10 @@ public struct CallRecord: Equatable, Sendable {
     public var defaultSource: String?
     /// The default source's mute before the call.
     public var micMuted: Bool?
+    /// The call's own microphone (a Voice Call or headset source) and its mute as the call found it,
+    /// before routectl made it live: put back at the end, before its profile goes.
+    public var callSource: String?
+    public var callSourceMuted: Bool?
     /// The override in force before the call: set aside for the call, put back at its end.
     public var override: OverrideRecord?
     /// The external outputs present when the call began: the route before the call is restored only
@@ -119,8 +123,8 @@ public struct CallRecord: Equatable, Sendable {
     public var applied: Bool
 
     public init(startedAt: Int64, speaker: Bool, profiles: [CardProfile] = [], output: String? = nil, defaultSink: String? = nil,
-                defaultSource: String? = nil, micMuted: Bool? = nil, override: OverrideRecord? = nil, externals: [String] = [],
-                applied: Bool = true) {
+                defaultSource: String? = nil, micMuted: Bool? = nil, callSource: String? = nil, callSourceMuted: Bool? = nil,
+                override: OverrideRecord? = nil, externals: [String] = [], applied: Bool = true) {
         self.applied = applied
         self.startedAt = startedAt
         self.speaker = speaker
@@ -129,6 +133,8 @@ public struct CallRecord: Equatable, Sendable {
         self.defaultSink = defaultSink
         self.defaultSource = defaultSource
         self.micMuted = micMuted
+        self.callSource = callSource
+        self.callSourceMuted = callSourceMuted
         self.override = override
         self.externals = externals.sorted()
     }

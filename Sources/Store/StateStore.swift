@@ -284,6 +284,7 @@ extension CallRecord: StateRecord {
         self.init(startedAt: startedAt, speaker: try fields.optionalBool("speaker") ?? false, profiles: profiles,
                   output: try fields.optionalString("output"), defaultSink: try fields.optionalString("default_sink"),
                   defaultSource: try fields.optionalString("default_source"), micMuted: try fields.optionalBool("mic_muted"),
+                  callSource: try fields.optionalString("call_source"), callSourceMuted: try fields.optionalBool("call_source_muted"),
                   override: override, externals: try fields.strings("externals"),
                   applied: try fields.optionalBool("applied") ?? true)
     }
@@ -293,7 +294,8 @@ extension CallRecord: StateRecord {
         return [("started_at", .int(startedAt)), ("speaker", .bool(speaker)),
                 ("profiles", .array(profiles.map { .object([("card", .string($0.card)), ("profile", .string($0.profile))]) })),
                 ("output", optional(output)), ("default_sink", optional(defaultSink)), ("default_source", optional(defaultSource)),
-                ("mic_muted", micMuted.map(JSON.bool) ?? .null), ("override", override.map { .object($0.fields) } ?? .null),
+                ("mic_muted", micMuted.map(JSON.bool) ?? .null), ("call_source", optional(callSource)),
+                ("call_source_muted", callSourceMuted.map(JSON.bool) ?? .null), ("override", override.map { .object($0.fields) } ?? .null),
                 ("externals", .array(externals.map(JSON.string))), ("applied", .bool(applied))]
     }
 }

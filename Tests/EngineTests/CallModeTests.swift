@@ -33,7 +33,8 @@ import Testing
     }
 
     /// The server remembers each source's mute: a Voice Call microphone an earlier call left muted is
-    /// live in the next call when the microphone was live before it; a call in progress keeps its mute.
+    /// live in the next call when the microphone was live before it; a call in progress keeps its mute;
+    /// call end gives the call's microphone back the mute the call found it with.
     @Test func aNewCallDoesNotInheritAnEarlierCallsMute() throws {
         let server = try phoneServer()
         var voiceCall = try fixture("sim/pulseaudio-phone-voicecall")
@@ -47,10 +48,17 @@ import Testing
         #expect(store.call?.micMuted == false)
         #expect(server.applied.contains([.setSourceMute(source: callSource, mute: false)]))
         #expect(started.result.snapshot.defaultSource?.mute == false)
+        #expect(store.call?.callSource == callSource)
+        #expect(store.call?.callSourceMuted == true, "the mute the call found, for call end")
         server.applied = []
         server.current.sources[i].mute = true
         _ = try mode.start(speaker: true, timeout: 1)
         #expect(!server.applied.contains([.setSourceMute(source: callSource, mute: false)]), "a re-apply keeps the call's mute")
+        server.current.sources[i].mute = false
+        server.applied = []
+        _ = try mode.end(timeout: 1)
+        #expect(server.applied.first == [.setSourceMute(source: callSource, mute: true)],
+                "call end gives the call's microphone back the mute it found, before its profile goes")
     }
 
     /// PulseAudio 17 names: the earpiece is in `HiFi (Earpiece, Mic)` and `Voice Call (Earpiece, Mic)`;
@@ -137,6 +145,21 @@ import Testing
         #expect(server.unsettled.isEmpty, "waited out: \(server.unsettled)")
         #expect(started.result.status.route == .bluetooth)
         #expect(started.result.status.output?.port == "headset-hf-output")
+    }
+
+    /// A switch is settled by the sink it brings, not by the one it replaces: PipeWire acknowledges
+    /// before it switches, and the old-named phone's HiFi sink has ports Voice Call lists too.
+    @Test(arguments: ["pulseaudio", "pipewire"])
+    func aProfileSwitchIsNotSettledByTheSinkItReplaces(server: String) throws {
+        let hifi = try fixture("sim/\(server)-phone")
+        let plan = try Planner.plan(hifi, RouteRequest(target: .earpiece), PlanContext(inCall: true))
+        #expect(plan.needsReplan)
+        #expect(!RouteApplier.settled(hifi, plan), "the HiFi sink, before the switch")
+        #expect(RouteApplier.settled(try fixture("sim/\(server)-phone-voicecall"), plan))
+        let a2dp = try fixture("sim/\(server)-bluetooth-a2dp")
+        let call = try Planner.plan(a2dp, RouteRequest(target: .bluetooth, device: headset), PlanContext(inCall: true))
+        #expect(!RouteApplier.settled(a2dp, call), "the A2DP sink, before the switch")
+        #expect(RouteApplier.settled(try fixture("sim/\(server)-bluetooth-hfp"), call))
     }
 
     /// Outside a call a headset another client put in HFP (a softphone) stays there; in a call routectl
