@@ -250,7 +250,14 @@ expect_eq "why on the most recent external device: rule external-device" externa
 pactl set-default-sink why-headset
 wait_for "why-headset the default" default_is why-headset || true
 expect_eq "why on an older external device another client picked: rule other" other "$(rc --json why | json_get rule)"
-unplug why-bluetooth
 unplug why-headset
+# Headphones in a jack are a port of a sink that was there before: without a watcher's decision their
+# order among devices is unknown, and rule 1 stands.
+jack laptop headphone in
+pactl set-default-sink "$laptop"
+wait_for "the laptop's headphones" server_is "$laptop analog-output-headphones" || true
+expect_eq "why on headphones plugged after a device: rule external-device" external-device "$(rc --json why | json_get rule)"
+jack laptop headphone out
+unplug why-bluetooth
 
 summary

@@ -101,9 +101,12 @@ enum WhyCommand {
                               since: actedHere?.at)
             }
             // Rule 1 explains the most recently connected device only; another one in use was chosen
-            // by someone else (a mixer, pactl), which routectl respects: rule 5, below.
+            // by someone else (a mixer, pactl), which routectl respects: rule 5, below. Without a
+            // watcher's decision, connection order is known only between devices that came with a sink
+            // of their own; headphones in a jack are a port of a sink that was there before.
             let mostRecent = Policy.choice(status, PolicyState(status: status), defaultTarget: preferences.baseTarget).device
-            if mostRecent == nil || mostRecent == output.id {
+            let orderKnown = !status.outputs.contains { $0.sink != nil && $0.sink == output.sink && $0.id != output.id }
+            if actedHere != nil || !orderKnown || mostRecent == nil || mostRecent == output.id {
                 return Answer(rule: "external-device", explanation: "an external device is connected; the most recently connected wins (rule 1)",
                               since: actedHere?.at)
             }
