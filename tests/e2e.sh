@@ -152,6 +152,9 @@ for args in "set headset --device" "input set"; do
 	run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" $args "$(printf 'x\033[31mred')"
 	expect_rc "'$args' with an escape sequence: exit 2" 2
 	expect_eq "'$args' with an escape sequence: the line, escaped" "routectl: The id 'x\\x1b[31mred' is malformed: an id is 1 to 1024 bytes without control characters. See 'routectl --help'." "$err"
+	# shellcheck disable=SC2086
+	run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" $args "$(printf 'x\302\233red')"
+	expect_rc "'$args' with a C1 control (CSI): exit 2" 2
 done
 long=$(head -c 16000 /dev/zero | tr '\0' a)
 run_rc "$routectl" --server "$long" query

@@ -64,12 +64,14 @@ extension RouteCommands {
         case let .fellBack(from):
             reason = "no-\(from.route.rawValue)-output"
             exit = .fellBack
+            // `set` records the override; `clear` only falls back to the default it finds.
+            let recorded = command == "set" ? " (the preference is recorded)" : ""
             if status.route == .speaker {
-                note = "no \(from.route.rawValue) output here; fell back to the speaker (the preference is recorded)"
+                note = "no \(from.route.rawValue) output here; fell back to the speaker\(recorded)"
             } else if status.route.isExternal, let output = status.output {
-                note = "no \(from.route.rawValue) output here; \(output.route.rawValue) output '\(output.id)' keeps the sound (the preference is recorded)"
+                note = "no \(from.route.rawValue) output here; \(output.route.rawValue) output '\(output.id)' keeps the sound\(recorded)"
             } else {
-                note = "no \(from.route.rawValue) output here and no speaker to fall back to (the preference is recorded)"
+                note = "no \(from.route.rawValue) output here and no speaker to fall back to\(recorded)"
             }
         case .switchTo:
             // Honest reporting: the read-back, not the acknowledgement, says whether it worked.

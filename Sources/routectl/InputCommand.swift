@@ -43,7 +43,12 @@ extension RouteCommands {
         let (snapshot, input): (Snapshot, Input) = try onServer {
             let before = try connection.snapshot(timeout: options.timeout)
             let status = Status(snapshot: before)
-            guard let input = status.inputs.first(where: { $0.id == id }) ?? status.inputs.first(where: { $0.source == id }) else {
+            // A source name means its port in use, else one that can be used.
+            let ofSource = status.inputs.filter { $0.source == id }
+            let activePort = before.sources.first { $0.name == id }?.activePort
+            guard let input = status.inputs.first(where: { $0.id == id })
+                ?? ofSource.first(where: { $0.port == activePort && $0.availability != .unavailable })
+                ?? ofSource.first(where: { $0.availability != .unavailable }) ?? ofSource.first else {
                 let names = status.inputs.map(\.id)
                 throw Failure(status: .failed, message: "No input named '\(id)'.\(ArgumentParser.suggestion(id, names)) See 'routectl input list'.")
             }

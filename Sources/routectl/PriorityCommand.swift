@@ -49,7 +49,7 @@ enum PriorityCommand {
         } catch {
             throw State.failure(error)
         }
-        if !unique.isEmpty, !options.quiet, let live = try? ServerAccess.snapshot(options) {
+        if !unique.isEmpty, !options.quiet, let live = try? ServerAccess.snapshot(options, parts: [.sinks, .cards]) {
             let outputs = Status(snapshot: live).outputs
             for id in unique where Route(rawValue: id)?.isExternal != true && !outputs.contains(where: { $0.id == id || $0.sink == id }) {
                 let known = outputs.map(\.id)
