@@ -49,6 +49,9 @@ ifneq ($(LLD),)
 RELEASE_FLAGS += -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/startup.order -Xlinker --no-warn-symbol-ordering
 PACK_RELOCS ?= auto
+ifeq ($(filter $(PACK_RELOCS),auto yes no),)
+$(error PACK_RELOCS is auto, yes or no, not '$(PACK_RELOCS)')
+endif
 ifeq ($(PACK_RELOCS),auto)
 PACK_RELOCS := $(if $(filter 1,$(shell getconf GNU_LIBC_VERSION 2>/dev/null | \
 	awk '{ split($$2, v, "."); print (v[1] > 2 || v[2] >= 36) }')),yes,no)
