@@ -107,11 +107,15 @@ public struct CallMode {
     /// remembers each source's): live before the call, live in it. Call end puts its mute back.
     func unmuted(_ result: RouteApplier.Result, timeout: Double) throws(EngineError) -> RouteApplier.Result {
         guard let source = result.snapshot.defaultSource, source.mute else { return result }
+        return RouteApplier.Result(snapshot: try setMute(of: source.name, to: false, timeout: timeout), plan: result.plan)
+    }
+
+    /// Mutes or unmutes one source, read back.
+    func setMute(of source: String, to mute: Bool, timeout: Double) throws(EngineError) -> Snapshot {
         do {
-            let after = try server.apply([.setSourceMute(source: source.name, mute: false)], timeout: timeout) { s in
-                s.sources.first { $0.name == source.name }?.mute == false
+            return try server.apply([.setSourceMute(source: source, mute: mute)], timeout: timeout) { s in
+                s.sources.first { $0.name == source }?.mute == mute
             }
-            return RouteApplier.Result(snapshot: after, plan: result.plan)
         } catch {
             throw .server(error)
         }
@@ -157,13 +161,7 @@ public struct CallMode {
         // The call's own microphone gets the mute the call found it with, before its profile goes.
         if let name = record.callSource, let muted = record.callSourceMuted,
            let source = snapshot.sources.first(where: { $0.name == name }), source.mute != muted {
-            do {
-                snapshot = try server.apply([.setSourceMute(source: name, mute: muted)], timeout: timeout) { s in
-                    s.sources.first { $0.name == name }?.mute == muted
-                }
-            } catch {
-                throw .server(error)
-            }
+            snapshot = try setMute(of: name, to: muted, timeout: timeout)
         }
         var restore = record.profiles.compactMap { saved -> Action? in
             guard let card = snapshot.cards.first(where: { $0.name == saved.card }), card.activeProfile != saved.profile,

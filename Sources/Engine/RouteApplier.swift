@@ -118,8 +118,8 @@ public struct RouteApplier {
         throw .profileSwitch(request.target.route)
     }
 
-    /// The server shows the plan carried out: after a profile switch, the wanted port on a sink of
-    /// that card; otherwise the default sink with the wanted port.
+    /// The server shows the plan carried out: after a profile switch, the sink it brought
+    /// (`sinkAfterSwitch`); otherwise the default sink with the wanted port.
     public static func settled(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
         guard let output = plan.output else { return true }
         if plan.needsReplan { return sinkAfterSwitch(snapshot, plan) != nil }

@@ -103,6 +103,11 @@ public struct Change: Sendable {
 }
 
 public enum Events {
+    /// A control character a terminal may act on: C0, DEL and C1.
+    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value)
+    }
+
     /// Text a device or server supplied, safe on one line of `watch`'s text output: control
     /// characters, quotes and backslashes are escaped, so a description cannot end the line or fake
     /// another event. JSON escapes on its own.
@@ -116,7 +121,7 @@ public enum Events {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && scalar.value < 0xA0) {
+                if isControl(scalar) {
                     let hex = String(scalar.value, radix: 16)
                     out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
                 } else {
