@@ -208,6 +208,14 @@ expect_eq "why after set: rule override" override "$(rc --json why | json_get ru
 rc clear >/dev/null
 expect_eq "watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
 stop_watchers
+echo "-- clear with the listed HDMI output ranked above the headset in use: HDMI, as watch --apply picks"
+connect "$a_addr" "$a_name" a2dp+hfp
+rc set bluetooth >/dev/null
+expect_eq "set bluetooth: the headset (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+run_rc rc clear
+expect_eq "clear under a listed HDMI output: exit 0" 0 "$rc"
+expect_eq "clear under a listed HDMI output: it takes the sound (server)" "$hdmi hdmi-output-0" "$(server_route)"
+disconnect "$a_addr"
 rc priority clear >/dev/null
 jack hdmi hdmi out
 

@@ -92,7 +92,9 @@ public enum Policy {
                 : RouteRequest(target: preferences.baseTarget)
         }
         let choice = choice(status, state, defaultTarget: preferences.baseTarget, priority: preferences.priority)
-        return RouteRequest(target: choice.target, device: choice.device, anyKind: choice.anyKind)
+        // A listed output (an HDMI output or the speaker, ranked above the headphones in use) is asked
+        // for forced, as `watch --apply` asks for it; the base target, when nothing ranks, is not.
+        return choice.device == nil ? RouteRequest(target: choice.target) : choice
     }
 
     /// The output in use before the change, when it went away (any kind: an HDMI monitor sleeping too).
@@ -105,7 +107,7 @@ public enum Policy {
 
     /// An unlisted hardware output that is neither external nor built-in (HDMI/DisplayPort, S/PDIF,
     /// line-out) never takes the route by itself (DESIGN.md §1 "No stealing by unknown outputs").
-    static func mayNotSteal(_ output: Output, _ priority: [String]) -> Bool {
+    public static func mayNotSteal(_ output: Output, _ priority: [String]) -> Bool {
         output.route == .unknown && output.isHardware && !priority.contains { $0 == output.id || $0 == output.sink }
     }
 

@@ -224,6 +224,18 @@ struct PolicyRun {
         #expect(l.reason == .newDeviceAvailable && s == "tv")
     }
 
+    /// `clear` and `call end` ask the rules with no device change to react to: a listed output ranked
+    /// above the headphones in use gets the sound there, as `watch --apply` gives it.
+    @Test func theRulingPutsTheSoundOnAListedOutputAboveTheHeadphonesInUse() throws {
+        let onHeadphones = simulated([spk, hs, tv], default: "hs")
+        for listed in ["tv", "spk"] {
+            let request = Policy.ruling(Status(snapshot: onHeadphones), Preferences(priority: [listed, "hs"]))
+            #expect(try Planner.plan(onHeadphones, request).output?.id == listed)
+        }
+        let unlisted = Policy.ruling(Status(snapshot: onHeadphones), Preferences(override: .speaker))
+        #expect(try Planner.plan(onHeadphones, unlisted).output?.id == "hs", "no list: the headphones keep it (rule 2)")
+    }
+
     @Test func aVirtualSinkOrALaterPickIsRespected() throws {
         // A null sink a client made (device.class=abstract) is not covered.
         var run = PolicyRun(simulated([spk], default: "spk"))
