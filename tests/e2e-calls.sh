@@ -333,6 +333,16 @@ expect_eq "laptop call start --speaker: the headset keeps the call (rule 8)" blu
 rc set speaker --force >/dev/null
 expect_eq "laptop set speaker --force in the call: the speaker (server)" analog-output-speaker "$(port_now)"
 rc call end >/dev/null
+echo "-- laptop: set speaker under the headset is only recorded (rule 2); the call ends on the headset"
+expect_eq "laptop call end: back on the headset" bluetooth "$(rc query route)"
+rc set speaker >/dev/null
+expect_eq "laptop set speaker under the headset: recorded" speaker "$(rc query override)"
+rc call start >/dev/null
+run_rc rc call end
+expect_eq "laptop call end after a recorded set speaker: exit 0" 0 "$rc"
+wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
+expect_eq "laptop call end after a recorded set speaker: the headset keeps the sound" bluetooth "$(rc query route)"
+expect_eq "laptop call end after a recorded set speaker: the override recorded again" speaker "$(rc query override)"
 disconnect "$a_addr"
 run_rc rc call start
 expect_eq "laptop with no receiver: call start exit 0" 0 "$rc"

@@ -91,9 +91,10 @@ public struct CallMode {
     }
 
     /// Where `call end` goes: the output in use before the call when it is still there and no external
-    /// device came or went, else the restored override, else the rules.
+    /// device came or went (an override that was only recorded, rule 2, left it there: it still does),
+    /// else the restored override, else the rules.
     static func request(_ record: CallRecord, _ status: Status, _ preferences: Preferences) -> RouteRequest {
-        if let id = record.override == nil ? record.output : nil,
+        if let id = record.output,
            let output = status.outputs.first(where: { $0.id == id && $0.isAvailable && !$0.isHiddenByJack }),
            let target = RouteTarget(route: output.route),
            status.externalKeys == record.externals {

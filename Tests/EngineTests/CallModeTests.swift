@@ -134,6 +134,24 @@ import Testing
         #expect(ended.status.route == .bluetooth)
     }
 
+    /// `set speaker` under the headset only recorded the override (rule 2): call end gives the sound
+    /// back to the headset it was on, with the override recorded as before, not forced to the speaker.
+    @Test func anOverrideTheHeadsetOverruledStaysOnlyRecordedAfterTheCall() throws {
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        let server = FakeServer(a2dp)
+        server.profiles["\(headset)/handsfree_head_unit"] = try fixture("sim/pulseaudio-bluetooth-hfp")
+        server.profiles["\(headset)/a2dp_sink"] = a2dp
+        let store = FakeStore()
+        let before = OverrideRecord(target: .speaker, setAt: 5, externals: Status(snapshot: a2dp).externalKeys)
+        store.record = before
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        #expect(try mode.start(speaker: false, timeout: 1).result.status.route == .bluetooth)
+        let ended = try #require(try mode.end(timeout: 1))
+        #expect(ended.status.route == .bluetooth)
+        #expect(ended.status.output?.id == headset)
+        #expect(store.record == before)
+    }
+
     /// PipeWire gives HFP a port of its own (`headset-hf-output`, not A2DP's `headset-output`): the
     /// sink the switch brings settles the call at once, not at the end of the timeout.
     @Test func aBluetoothCallOnPipeWireSettlesOnTheHFPPort() throws {
