@@ -184,6 +184,7 @@ public struct Watch {
         let own = externalSet(change)
         ownThisChange = .some(own)
         let events = Events.diff(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
+        let undone = apply ? nil : stealUndone(change)
         noteMovesReached(change.current.output?.id)
         if let held = hold, let reached = held.reached, let target = held.target,
            change.removed.contains(where: { $0.id == target }) {
@@ -206,7 +207,7 @@ public struct Watch {
             hold = held
         }
         adoptIntent(next, reportNow: change.added.isEmpty && change.removed.isEmpty)
-        guard apply else { return follow(change, next, events) }
+        guard apply else { return follow(change, next, events, stealUndone: undone) }
         let preferences = try preferences()
         // Devices back within the hold-down: flickers. The override stays and the route goes back
         // to where it was when they left.
@@ -401,12 +402,18 @@ public struct Watch {
     /// Plain `watch`: prints the change. While a `watch --apply` runs, a device change it will answer
     /// holds the route event until the route gets where the rules put it (predicted by the same
     /// rules), so that the server's own intermediate pick is not reported as a second route change.
-    mutating func follow(_ change: Change, _ next: Snapshot, _ events: [Event]) -> Bool {
+    mutating func follow(_ change: Change, _ next: Snapshot, _ events: [Event], stealUndone stolen: Output? = nil) -> Bool {
         snapshot = next
         var reason: RouteChangeReason?
         for event in events {
             if case let .route(_, _, r, _) = event { reason = r; continue }
             guard emit(event) else { return false }
+        }
+        if let stolen, hold == nil {
+            // Both moves happened between two refetches of this watcher: reported as `watch --apply` reports them.
+            let back = reported
+            return emit(.route(route: stolen.route, previous: back.route, reason: .newDeviceAvailable, output: stolen))
+                && emit(.route(route: back.route, previous: stolen.route, reason: .restored, output: back.output))
         }
         let preferences = (try? preferences()) ?? Preferences()
         let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: false,
@@ -422,6 +429,19 @@ public struct Watch {
         }
         guard let reason = reason ?? hold?.reason else { return true }
         return reportOrHold(change.current, reason: reason)
+    }
+
+    /// The output of a steal `watch --apply` put back before this watcher's refetch could show it: an
+    /// unlisted hardware output that arrived within the no-steal window took the route, and the
+    /// announced restore, which this watcher has not seen the route reach, moved it back; this change
+    /// shows the route where it was. Nil otherwise.
+    func stealUndone(_ change: Change) -> Output? {
+        guard !change.routeChanged, let output = change.current.output, let intent = intentNow(),
+              intent.reason == .restored, intent.output == output.id, !reachedMoves.contains(intent.at),
+              (0...Self.finishedExplains).contains(clocks.wallMilliseconds() - intent.at) else { return nil }
+        let priority = (try? preferences().priority) ?? []
+        let stolen = change.current.outputs.filter { recentlyAdded[$0.id] != nil && Policy.mayNotSteal($0, priority) }
+        return stolen.count == 1 ? stolen[0] : nil
     }
 
     /// routectl's announced move: the one read for the change being handled, else the file now.

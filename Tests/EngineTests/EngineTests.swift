@@ -590,6 +590,38 @@ import Testing
         #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) route-configuration-change"])
     }
 
+    /// An HDMI monitor wakes and the server makes it the default; `watch --apply` puts the route back
+    /// (its intent says `restored`). Plain watch reports the steal and the restore whether a refetch
+    /// showed the steal or none did (the monitor seen arriving with the restore, or before the steal):
+    /// the same lines as `watch --apply`.
+    @Test func aStealUndoneBeforeThisWatchersRefetchIsStillReported() throws {
+        let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        let all = try fixture("sim/pipewire-all")
+        let card = try #require(all.sinks.first { $0.name == hdmi }?.card)
+        var asleep = all
+        asleep.sinks.removeAll { $0.card == card }
+        asleep.sources.removeAll { $0.card == card }
+        asleep.cards.removeAll { $0.index == card }
+        var stolen = all
+        stolen.server.defaultSinkName = hdmi
+        let speaker = try #require(Status(snapshot: all).output?.id)
+        let expected = ["speaker initial", "unknown (was speaker) new-device-available", "speaker (was unknown) restored"]
+        for (seenStolen, seenArriving) in [(true, false), (false, false), (false, true)] {
+            let clock = ManualClock()
+            let store = FakeStore()
+            let at = clock.clocks.wallMilliseconds()
+            let restore: [FakeServer.Step] = [.run { store.intents.append(RouteIntent(output: speaker, reason: .restored, at: at)) },
+                                              .run { store.intents.append(RouteIntent(output: speaker, reason: .restored, at: at, done: true)) }]
+            let server = FakeServer(asleep)
+            server.clock = clock
+            let arriving: [FakeServer.Step] = seenArriving ? [.change(all)] : []
+            server.script = arriving + (seenStolen ? [.change(stolen)] + restore : restore) + [.change(all), .pass(0.2)]
+            let events = try run(server, store, apply: false, clock: clock)
+            #expect(routes(events) == expected, "the steal seen: \(seenStolen), the monitor arriving: \(seenArriving)")
+            #expect(events.filter { $0.type == "device-added" }.count == 1)
+        }
+    }
+
     @Test func anotherClientsPickIsReportedAndRespected() throws {
         let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
         let all = try fixture("sim/pipewire-all")
