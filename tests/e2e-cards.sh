@@ -212,6 +212,29 @@ stop_watchers
 for pid in "${players[@]}"; do kill "$pid" 2>/dev/null || true; done
 players=()
 
+echo "-- another client turns the laptop's card off: watch --apply leaves it off (rule 5), and on again"
+start_watchers
+pactl set-card-profile alsa_card.sim-laptop off
+wait_line "$apply" 1 "^route unknown" || true
+quiet "$watch" "$apply" || true
+expect_eq "card turned off: it stays off (server)" off "$(profile_of alsa_card.sim-laptop)"
+# PulseAudio's module-always-sink puts its auto_null sink in at once; pipewire-pulse leaves no sink,
+# then shows its own auto_null as the default a moment later.
+if [ "$server" = pulseaudio ]; then off_line="route unknown (was speaker) reason=old-device-unavailable output=auto_null"
+else off_line="route unknown (was speaker) reason=no-suitable-route output=none"; fi
+expect_eq "card turned off: the route leaves the speaker (watch --apply)" "$off_line" "$(since "$apply" route | head -1)"
+expect_eq "card turned off: the same route line (watch)" "$(since "$apply" route)" "$(since "$watch" route)"
+mark
+pactl set-card-profile alsa_card.sim-laptop output:analog-stereo+input:analog-stereo
+wait_line "$apply" 1 "^route speaker" || true
+quiet "$watch" "$apply" || true
+expect_eq "card on again: the speaker (server)" "$laptop analog-output-speaker" "$(server_route)"
+expect_eq "card on again: its speaker appears and takes the route (watch --apply)" \
+	"route speaker (was unknown) reason=new-device-available output=$speaker_id" "$(since "$apply" route)"
+expect_eq "card on again: the same route line (watch)" "$(since "$apply" route)" "$(since "$watch" route)"
+expect_eq "card off and on: watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
+stop_watchers
+
 echo "-- --force onto the hidden speaker while the monitor is awake: refused, nothing changed"
 jack hdmi hdmi in
 # The user picked HDMI above, so the server may make it the default again as it wakes: pick the laptop.

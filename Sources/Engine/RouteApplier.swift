@@ -39,11 +39,12 @@ public struct RouteApplier {
     /// `lightReadBack` reads back only the server information and the planned sink over the snapshot
     /// acted on (what settles a plan), for `set` among hundreds of outputs. `inCall` plans in call mode
     /// (rule 8: call profiles, Bluetooth in HFP, the microphone following the output). `claimDefault`
-    /// names the output's sink as the default even when the server already made it so (`PlanContext`).
+    /// names the output's sink as the default even when the server already made it so, and
+    /// `keepCardsOff` leaves a card a user turned off alone (`PlanContext`: both for the policy).
     /// `initialStatus` is `initial`'s status when the caller has derived it already.
     public func route(_ request: RouteRequest, preferredInput: String?, timeout: Double, from initial: Snapshot? = nil,
                       status initialStatus: Status? = nil, reason: RouteChangeReason = .override, lightReadBack: Bool = false,
-                      inCall: Bool = false, claimDefault: Bool = false) throws(EngineError) -> Result {
+                      inCall: Bool = false, claimDefault: Bool = false, keepCardsOff: Bool = false) throws(EngineError) -> Result {
         var snapshot: Snapshot
         do { snapshot = try initial ?? server.latestSnapshot(timeout: timeout) } catch { throw .server(error) }
         // The status of the snapshot in hand, while it is the one first read: the context and the first plan share it.
@@ -59,7 +60,8 @@ public struct RouteApplier {
         // Every step is judged against the route before the command (rule 7), and only the streams of
         // the default sink before it follow (rule 5).
         let context = PlanContext(preferredInput: preferredInput, inCall: inCall, before: status?.output,
-                                  previousDefaultSink: snapshot.server.defaultSinkName, claimDefault: claimDefault)
+                                  previousDefaultSink: snapshot.server.defaultSinkName, claimDefault: claimDefault,
+                                  keepCardsOff: keepCardsOff)
         var overruled = false
         for _ in 0..<4 {
             let plan: Plan

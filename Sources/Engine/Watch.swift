@@ -271,6 +271,7 @@ public struct Watch {
             guard emit(.overrideCleared(override: target, cause: cause)) else { return false }
         }
         var after = next
+        var reason = decision.reason ?? .override
         if let request = decision.request {
             let result: RouteApplier.Result
             do {
@@ -278,13 +279,18 @@ public struct Watch {
                 // fell back to it: WirePlumber returns to the default it remembers as soon as that is
                 // usable again (a phone's sink once its speaker port replaces the pulled headphones).
                 result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                           reason: decision.reason ?? .override, inCall: preferences.inCall, claimDefault: true)
+                                           reason: decision.reason ?? .override, inCall: preferences.inCall, claimDefault: true,
+                                           keepCardsOff: true)
             } catch {
                 // The change happened even if routectl's answer to it failed: report the route as it is.
                 _ = reportRoute(Status(snapshot: next), reason: Events.reason(change, own: nil, recentlyAdded: Set(recentlyAdded.keys)))
                 throw error
             }
             after = result.snapshot
+            if result.plan.output == nil, result.plan.actions.isEmpty {
+                // The rules found nowhere to go (the only card turned off): the change speaks for itself.
+                reason = Events.reason(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
+            }
             if decision.muteFallback, result.status.route == .speaker, let sink = result.status.output?.sink {
                 after = try server.apply([.setSinkMute(sink: sink, mute: true)], timeout: timeout) { s in
                     s.sinks.first { $0.name == sink }?.mute == true
@@ -311,7 +317,7 @@ public struct Watch {
             // The server's move, held in its departure window, is answered and reported here, as one change.
             hold = nil
         }
-        guard reportRoute(steps.current, reason: decision.reason ?? .override) else { return false }
+        guard reportRoute(steps.current, reason: reason) else { return false }
         for event in Events.diff(steps) where event.type != "route" {
             guard emit(event) else { return false }
         }
@@ -363,11 +369,12 @@ public struct Watch {
         let preferences = try self.preferences()
         let status = Status(snapshot: snapshot)
         let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, priority: preferences.priority)
-        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall),
-                                     status: status)
+        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
+        let plan = try? Planner.plan(snapshot, request, context, status: status)
         guard plan?.movesRoute == true else { return true }
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                       reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true)
+                                       reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true,
+                                       keepCardsOff: true)
         snapshot = result.snapshot
         store.saveDecision(DecisionRecord(reason: .oldDeviceUnavailable, cause: due.first?.clear?.cause,
                                           output: result.status.output?.id, at: clocks.wallMilliseconds()))
@@ -664,7 +671,7 @@ public struct Watch {
                     let request = Policy.choice(freshStatus, policy, defaultTarget: preferences.effectiveTarget,
                                                 priority: preferences.priority)
                     snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                                 inCall: preferences.inCall, claimDefault: true).snapshot
+                                                 inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
                     if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
                        snapshot.server.defaultSourceName != input {
                         snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) {
@@ -749,7 +756,7 @@ struct RouteHold {
     func isDone(_ snapshot: Snapshot) -> Bool {
         if let target { return Status(snapshot: snapshot).output?.id == target }
         guard let request else { return true }
-        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput, inCall: inCall))
+        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput, inCall: inCall, keepCardsOff: true))
         return plan.map { !$0.movesRoute } ?? true
     }
 

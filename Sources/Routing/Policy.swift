@@ -171,10 +171,10 @@ public enum Policy {
             decision.reason = .oldDeviceUnavailable
         } else if let old = change.previous.output, let card = old.cardName, change.profileChanged.contains(card),
                   change.current.output?.cardName != card, let target = RouteTarget(route: old.route),
-                  let same = change.current.outputs.first(where: { $0.id == old.id && $0.isAvailable }) {
+                  let same = change.current.outputs.first(where: { $0.id == old.id && $0.isConnected }) {
             // A profile flip (A2DP <-> HFP, HiFi <-> Voice Call) replaced the route's sink and the
             // server parked the default on another card meanwhile: the same device keeps the sound.
-            // (Another port of the same card is the flipper's own choice, and stands.)
+            // (Another port of the same card is the flipper's own choice, and stands; so is `off`.)
             decision.request = RouteRequest(target: target, device: same.id, force: true)
             decision.reason = .categoryChange
         } else if change.current.output == nil, change.previous.output != nil,

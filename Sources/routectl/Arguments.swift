@@ -187,6 +187,7 @@ enum Grammar {
             details: """
               Removes the temporary override and lets the rules decide: an external device in use keeps
               the sound; else the most recently connected one takes it; else the persistent default.
+              With a priority list, the present listed output ranked first takes it.
             """),
         CommandSpec(
             name: "default", arguments: "[speaker|earpiece]", summary: "Show or set the persistent default.",

@@ -272,6 +272,29 @@ import Testing
         }
     }
 
+    /// Another client turns the laptop's card off (pavucontrol's "Off" profile): its sink goes, and
+    /// `watch --apply` leaves the card off (rule 5) instead of switching it back on for the speaker;
+    /// no route is left, as plain watch says too. Turned on again, its speaker appears and has the route.
+    @Test func aCardAnotherClientTurnedOffStaysOff() throws {
+        let on = try fixture("sim/pulseaudio-laptop")
+        var off = on
+        let card = try #require(off.cards.firstIndex { $0.name == "alsa_card.sim-laptop" })
+        off.cards[card].activeProfile = "off"
+        off.sinks.removeAll { $0.card == off.cards[card].index }
+        off.sources.removeAll { $0.card == off.cards[card].index }
+        off.server.defaultSinkName = nil
+        off.server.defaultSourceName = nil
+        for apply in [false, true] {
+            let server = FakeServer(on)
+            server.script = [.change(off), .pass(2), .change(on), .pass(2)]
+            let events = try run(server, FakeStore(), apply: apply)
+            #expect(server.applied.allSatisfy { !$0.contains { if case .setCardProfile = $0 { true } else { false } } },
+                    "apply: \(apply): \(server.applied)")
+            #expect(routes(events) == ["speaker initial", "unknown (was speaker) no-suitable-route", "speaker (was unknown) new-device-available"],
+                    "apply: \(apply)")
+        }
+    }
+
     @Test func applyFallsBackWhenTheHeadphonesGo() throws {
         var plugged = try fixture("sim/pulseaudio-laptop-headphones")
         let server = FakeServer(plugged)
