@@ -108,6 +108,22 @@ expect_eq "version 99: the file is byte-for-byte unchanged" "$before" "$(sum "$s
 run_rc offline default
 expect_rc "version 99: reading it exits 5" 5
 
+echo "-- a hand-edited file with a member given twice, or the version in quotes: an error, nothing written"
+fresh; mkdir -p -m 700 "$state_dir"
+printf '{"version":1,"default":"earpiece","default":"speaker"}\n' >"$state"
+before=$(sum "$state")
+run_rc offline default
+expect_rc "a member given twice: default exits 5" 5
+expect_eq "a member given twice: one line naming the file and the member" \
+	"routectl: $state: member 'default' is given twice; fix or remove it" "$err"
+run_rc offline default earpiece
+expect_rc "a member given twice: default earpiece exits 5" 5
+expect_eq "a member given twice: the file is byte-for-byte unchanged" "$before" "$(sum "$state")"
+printf '{"version":"1","default":"earpiece"}\n' >"$state"
+run_rc offline default
+expect_rc "version in quotes: default exits 5" 5
+expect_match "version in quotes: says so" "version: expected an integer" "$err"
+
 echo "-- keys a newer routectl wrote survive a rewrite"
 fresh; mkdir -p -m 700 "$state_dir"
 printf '{"version":1,"default":"speaker","priority":["bluez_card.00_11","headset"],"x_future":{"a":1}}\n' >"$state"

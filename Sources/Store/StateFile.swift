@@ -182,8 +182,12 @@ public struct StateFile<Record: StateRecord>: Sendable {
         guard json.objectValue != nil else {
             throw StateError(path: path, problem: "not a routectl \(Record.fileKind) file (expected an object); fix or remove it")
         }
+        if let name = Self.memberGivenTwice(in: json) {
+            // Parsers disagree on which of the two counts: neither is taken.
+            throw StateError(path: path, problem: "member '\(Events.escapedForLine(name))' is given twice; fix or remove it")
+        }
         if let version = json["version"], !version.isNull {
-            guard let number = version.intValue else {
+            guard case let .int(number) = version else {
                 throw StateError(path: path, problem: "not a routectl \(Record.fileKind) file (version: expected an integer); fix or remove it")
             }
             guard number <= Record.version else {
@@ -191,6 +195,25 @@ public struct StateFile<Record: StateRecord>: Sendable {
             }
         }
         return json
+    }
+
+    /// The name of a member an object of the file gives twice, if any.
+    static func memberGivenTwice(in json: JSON) -> String? {
+        switch json {
+        case let .object(members):
+            var seen = Set<String>()
+            for (name, value) in members {
+                if !seen.insert(name).inserted { return name }
+                if let inner = memberGivenTwice(in: value) { return inner }
+            }
+        case let .array(items):
+            for item in items {
+                if let inner = memberGivenTwice(in: item) { return inner }
+            }
+        default:
+            break
+        }
+        return nil
     }
 }
 

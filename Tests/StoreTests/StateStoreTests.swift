@@ -233,6 +233,25 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
         }
     }
 
+    /// A hand-edited file routectl did not write: a member given twice (parsers disagree on which
+    /// counts) or a version that is not a number is an error naming the file, and the file is kept.
+    @Test func aMemberGivenTwiceOrAVersionInQuotesIsAnError() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            for (text, problem) in [(#"{"version":1,"default":"earpiece","default":"speaker"}"#, "member 'default' is given twice"),
+                                    (#"{"version":1,"priority":[{"a":1,"a":2}]}"#, "member 'a' is given twice"),
+                                    (#"{"version":"1","default":"earpiece"}"#, "version: expected an integer"),
+                                    (#"{"version":1.0,"default":"earpiece"}"#, "version: expected an integer")] {
+                try write(text, to: store.stateFile)
+                let error = stateError { try store.loadPersistent() }
+                #expect(error?.path == store.stateFile, "\(text)")
+                #expect(error?.problem.contains(problem) == true, "\(text): \(error?.problem ?? "no error")")
+                #expect(stateError { try store.updatePersistent { $0.defaultTarget = .speaker } }?.path == store.stateFile)
+                #expect(bytes(store.stateFile) == Array(text.utf8))
+            }
+        }
+    }
+
     @Test func keysANewerRoutectlWroteSurviveARewrite() throws {
         try withScratch { dir in
             let store = StateStore(stateHome: dir, runtimeDir: dir)
