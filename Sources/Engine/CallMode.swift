@@ -96,9 +96,9 @@ public struct CallMode {
     static func request(_ record: CallRecord, _ status: Status, _ preferences: Preferences) -> RouteRequest {
         if let id = record.output,
            let output = status.outputs.first(where: { $0.id == id && $0.isAvailable && !$0.isHiddenByJack }),
-           let target = RouteTarget(route: output.route),
            status.externalKeys == record.externals {
-            return RouteRequest(target: target, device: output.id, force: true)
+            // Any kind: an HDMI output the call took the sound from gets it back.
+            return .output(output)
         }
         if let override = preferences.override { return RouteRequest(target: override, force: true) }
         return Policy.ruling(status, preferences)
@@ -150,7 +150,9 @@ public struct CallMode {
             preferences.override = Self.restoredOverride(record, status)?.target
             preferences.callTarget = nil
             let request = Self.request(record, status, preferences)
-            if let output = (try? Planner.plan(snapshot, request, PlanContext(), status: status))?.output { announced = output.id }
+            if let output = (try? Planner.plan(snapshot, request, PlanContext(keepCardsOff: true), status: status))?.output {
+                announced = output.id
+            }
         }
         let intent = RouteIntent(output: announced ?? "", reason: .call, at: clocks.wallMilliseconds())
         store.saveIntent(intent)
@@ -206,8 +208,9 @@ public struct CallMode {
         preferences.callTarget = nil
         let request = Self.request(record, status, preferences)
         let applier = RouteApplier(server: server, store: store, clocks: clocks)
+        // The profiles are as they were before the call: a card that was off stays off.
         var result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: snapshot,
-                                       reason: .call)
+                                       reason: .call, keepCardsOff: true)
         if result.snapshot.server.isPipeWire, let wanted = result.plan.output?.id {
             // WirePlumber may restore the route it remembers for the profile late, after the read-back
             // showed routectl's: once it is quiet, put the route back if it moved.
@@ -215,7 +218,7 @@ public struct CallMode {
             do { quiet = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.1, limit: 1) } catch { throw .server(error) }
             if Status(snapshot: quiet).output?.id != wanted {
                 result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: quiet,
-                                           reason: .call)
+                                           reason: .call, keepCardsOff: true)
             }
         }
         // The microphone as it was: the default source, then its mute.

@@ -25,6 +25,9 @@ public struct Watch {
     /// A route move in progress whose route event waits until it is done, so that one user action is
     /// one route event in both modes and the server's transients on the way are not reported.
     var hold: RouteHold?
+    /// A steal plain `watch` reported from the restore's intent (`stealUndone`): the restore's time
+    /// and the output it took the route back from.
+    var stealReported: (intent: Int64, output: String)?
     /// The intent (by its time) already turned into a hold: each is adopted once.
     var adoptedIntent: Int64?
     /// Announced moves (by their time) this watcher has seen over (`noteMovesReached`): each explains
@@ -243,11 +246,12 @@ public struct Watch {
                                                   carried: decided.previous.output?.id, deadline: now + holdDown)
             }
         }
-        if decision.reason == .categoryChange || decision.reason == .noSuitableRoute,
+        if decision.reason == .categoryChange || decision.reason == .noSuitableRoute || Self.cardTurnedOff(change),
            hold?.intent != nil || ownMoveJustNow(away: change.previous.output) {
-            // routectl's own profile switch is under way (set, clear): the card is not flipping by itself,
-            // and its sink gone for a moment (pipewire-pulse can report the new one a notification
-            // later) is that switch, not a route lost.
+            // routectl's own profile switch is under way (set, clear, call end putting back a card
+            // that was off): the card is not flipping by itself, and its sink gone for a moment
+            // (pipewire-pulse can report the new one a notification later) is that switch, not a
+            // route lost.
             decision.request = nil
             decision.reason = nil
         }
@@ -280,7 +284,7 @@ public struct Watch {
                 // usable again (a phone's sink once its speaker port replaces the pulled headphones).
                 result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                            reason: decision.reason ?? .override, inCall: preferences.inCall, claimDefault: true,
-                                           keepCardsOff: true)
+                                           keepCardsOff: !preferences.inCall)
             } catch {
                 // The change happened even if routectl's answer to it failed: report the route as it is.
                 _ = reportRoute(Status(snapshot: next), reason: Events.reason(change, own: nil, recentlyAdded: Set(recentlyAdded.keys)))
@@ -288,7 +292,8 @@ public struct Watch {
             }
             after = result.snapshot
             if result.plan.output == nil, result.plan.actions.isEmpty {
-                // The rules found nowhere to go (the only card turned off): the change speaks for itself.
+                // The rules found nowhere to go (the only card turned off, its sink gone): the change
+                // speaks for itself, as plain watch says it.
                 reason = Events.reason(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
             }
             if decision.muteFallback, result.status.route == .speaker, let sink = result.status.output?.sink {
@@ -368,13 +373,15 @@ public struct Watch {
         }
         let preferences = try self.preferences()
         let status = Status(snapshot: snapshot)
-        let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, priority: preferences.priority)
-        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
+        let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, priority: preferences.priority,
+                                    inCall: preferences.inCall)
+        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall,
+                                  keepCardsOff: !preferences.inCall)
         let plan = try? Planner.plan(snapshot, request, context, status: status)
         guard plan?.movesRoute == true else { return true }
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                        reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true,
-                                       keepCardsOff: true)
+                                       keepCardsOff: !preferences.inCall)
         snapshot = result.snapshot
         store.saveDecision(DecisionRecord(reason: .oldDeviceUnavailable, cause: due.first?.clear?.cause,
                                           output: result.status.output?.id, at: clocks.wallMilliseconds()))
@@ -416,18 +423,31 @@ public struct Watch {
             if case let .route(_, _, r, _) = event { reason = r; continue }
             guard emit(event) else { return false }
         }
-        if let stolen, hold == nil {
-            // Both moves happened between two refetches of this watcher: reported as `watch --apply` reports them.
-            let back = reported
-            return emit(.route(route: stolen.route, previous: back.route, reason: .newDeviceAvailable, output: stolen))
-                && emit(.route(route: back.route, previous: stolen.route, reason: .restored, output: back.output))
-        }
         let preferences = (try? preferences()) ?? Preferences()
         let decision = Policy.decide(change, state: &policy, preferences: preferences, muteOnFallback: false,
                                      recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change))
+        if let stolen, hold == nil, let restore = intentNow() {
+            // Both moves happened between two refetches of this watcher: reported as `watch --apply`
+            // reports them. A later refetch that still shows the steal (this one was taken before it,
+            // the restore's intent read after) shows what is reported already.
+            let back = reported
+            stealReported = (restore.at, stolen.id)
+            return emit(.route(route: stolen.route, previous: back.route, reason: .newDeviceAvailable, output: stolen))
+                && emit(.route(route: back.route, previous: stolen.route, reason: .restored, output: back.output))
+        }
+        if let seen = stealReported {
+            // The late view of that steal comes at most once, within moments of the restore.
+            stealReported = nil
+            if change.current.output?.id == seen.output, intentNow()?.at == seen.intent,
+               clocks.wallMilliseconds() - seen.intent <= Self.finishedExplains {
+                return true
+            }
+        }
         // routectl's own announced move (an intent being held) explains the change better than a prediction.
+        // A request that leads nowhere (watch --apply then reports the change as it is) holds nothing.
         if let request = decision.request, store.policyRunning, decision.reason != .restored, hold?.intent == nil,
-           decision.reason != .categoryChange || !ownMoveJustNow(away: change.previous.output) {
+           decision.reason != .categoryChange || !ownMoveJustNow(away: change.previous.output),
+           Self.leadsSomewhere(request, next, preferences) {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
             held.inCall = preferences.inCall
@@ -436,6 +456,20 @@ public struct Watch {
         }
         guard let reason = reason ?? hold?.reason else { return true }
         return reportOrHold(change.current, reason: reason)
+    }
+
+    /// Whether `watch --apply` would find an output for `request` (a card left off is no way there).
+    static func leadsSomewhere(_ request: RouteRequest, _ snapshot: Snapshot, _ preferences: Preferences) -> Bool {
+        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall,
+                                  keepCardsOff: !preferences.inCall)
+        guard let plan = try? Planner.plan(snapshot, request, context) else { return true }
+        return plan.output != nil || !plan.actions.isEmpty
+    }
+
+    /// The card of the output the route was on is now `off`: its sink went with a profile switch.
+    static func cardTurnedOff(_ change: Change) -> Bool {
+        guard let card = change.previous.output?.cardName else { return false }
+        return change.current.outputs.contains { $0.cardName == card && $0.cardProfile == "off" }
     }
 
     /// The output of a steal `watch --apply` put back before this watcher's refetch could show it: an
@@ -669,9 +703,10 @@ public struct Watch {
                 let preferences = try self.preferences()
                 do {
                     let request = Policy.choice(freshStatus, policy, defaultTarget: preferences.effectiveTarget,
-                                                priority: preferences.priority)
+                                                priority: preferences.priority, inCall: preferences.inCall)
                     snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                                 inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
+                                                 inCall: preferences.inCall, claimDefault: true,
+                                                 keepCardsOff: !preferences.inCall).snapshot
                     if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
                        snapshot.server.defaultSourceName != input {
                         snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) {
@@ -756,7 +791,7 @@ struct RouteHold {
     func isDone(_ snapshot: Snapshot) -> Bool {
         if let target { return Status(snapshot: snapshot).output?.id == target }
         guard let request else { return true }
-        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput, inCall: inCall, keepCardsOff: true))
+        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput, inCall: inCall, keepCardsOff: !inCall))
         return plan.map { !$0.movesRoute } ?? true
     }
 

@@ -52,8 +52,10 @@ public struct DeferredClear: Equatable, Sendable {
 public enum Policy {
     /// Where the rules put the sound now: the best ranked output (`ranked`), else the built-in target.
     public static func choice(_ status: Status, _ state: PolicyState, defaultTarget: RouteTarget,
-                              priority: [String] = []) -> RouteRequest {
-        guard let output = ranked(status, state, priority: priority).first else { return RouteRequest(target: defaultTarget, force: true) }
+                              priority: [String] = [], inCall: Bool = false) -> RouteRequest {
+        guard let output = ranked(status, state, priority: priority, inCall: inCall).first else {
+            return RouteRequest(target: defaultTarget, force: true)
+        }
         // An external device by its kind (the planner picks its profile); a listed other output by itself.
         return output.route.isExternal ? RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
             : .output(output)
@@ -63,9 +65,10 @@ public enum Policy {
     /// list): the present outputs the list names, in its order (an entry is an output id, or a kind,
     /// `bluetooth` or `headset`, meaning those devices most recent first); then the unlisted external
     /// devices, most recently connected first. An unlisted HDMI or built-in output is not ranked: the
-    /// target decides those.
-    public static func ranked(_ status: Status, _ state: PolicyState, priority: [String]) -> [Output] {
-        let present = status.outputs.filter { $0.isConnected && !$0.isHiddenByJack }
+    /// target decides those. In a call only headsets are ranked (rule 8: the list chooses among them;
+    /// the call's target, not a listed HDMI output or speaker, stands in when none is there).
+    public static func ranked(_ status: Status, _ state: PolicyState, priority: [String], inCall: Bool = false) -> [Output] {
+        let present = status.outputs.filter { $0.isConnected && !$0.isHiddenByJack && (!inCall || $0.route.isExternal) }
         let recent = state.connected.reversed().compactMap { id in present.first { $0.id == id } }
         var ranked: [Output] = []
         func add(_ output: Output) { if !ranked.contains(where: { $0.id == output.id }) { ranked.append(output) } }
@@ -86,12 +89,12 @@ public enum Policy {
     public static func ruling(_ status: Status, _ preferences: Preferences) -> RouteRequest {
         let state = PolicyState(status: status)
         if let output = status.output, output.route.isExternal, output.isAvailable,
-           preferences.priority.isEmpty || ranked(status, state, priority: preferences.priority).first?.id == output.id {
+           preferences.priority.isEmpty || ranked(status, state, priority: preferences.priority, inCall: preferences.inCall).first?.id == output.id {
             // In a call the device is asked for by name: the call may need its headset profile.
             return preferences.inCall ? RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
                 : RouteRequest(target: preferences.baseTarget)
         }
-        let choice = choice(status, state, defaultTarget: preferences.baseTarget, priority: preferences.priority)
+        let choice = choice(status, state, defaultTarget: preferences.baseTarget, priority: preferences.priority, inCall: preferences.inCall)
         // A listed output (an HDMI output or the speaker, ranked above the headphones in use) is asked
         // for forced, as `watch --apply` asks for it; the base target, when nothing ranks, is not.
         return choice.device == nil ? RouteRequest(target: choice.target) : choice
@@ -121,18 +124,19 @@ public enum Policy {
         let added = change.added.filter(\.route.isExternal)
         let removed = change.removed.filter(\.route.isExternal)
         // Which output the rules would pick without the override, before and after this change.
-        let wouldWin = ranked(change.previous, state, priority: preferences.priority).first
+        let wouldWin = ranked(change.previous, state, priority: preferences.priority, inCall: preferences.inCall).first
         state.connected.removeAll { key in removed.contains { $0.id == key } }
         for output in added.sorted(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) where !state.connected.contains(output.id) {
             state.connected.append(output.id)
         }
-        let winner = ranked(change.current, state, priority: preferences.priority).first
+        let winner = ranked(change.current, state, priority: preferences.priority, inCall: preferences.inCall).first
         let changesWinner = winner?.id != wouldWin?.id
 
         if let winner, changesWinner, change.added.contains(where: { $0.id == winner.id }) {
             // Rule 1 (and the priority list): a device that would win arrives; it becomes the route,
             // and the override goes.
-            decision.request = choice(change.current, state, defaultTarget: preferences.baseTarget, priority: preferences.priority)
+            decision.request = choice(change.current, state, defaultTarget: preferences.baseTarget, priority: preferences.priority,
+                                      inCall: preferences.inCall)
             decision.reason = .newDeviceAvailable
             if preferences.override != nil { decision.clearOverride = "'\(winner.id)' was connected" }
         } else if let gone = routeGone(change) ?? removed.first(where: { $0.id == wouldWin?.id }) {
@@ -149,7 +153,7 @@ public enum Policy {
             // effective target (the default, or the call's target in a call, once the override goes).
             if routeGone(change) != nil || clears || change.routeChanged {
                 let request = choice(change.current, state, defaultTarget: clears ? preferences.baseTarget : preferences.effectiveTarget,
-                                     priority: preferences.priority)
+                                     priority: preferences.priority, inCall: preferences.inCall)
                 decision.request = request
                 decision.muteFallback = muteOnFallback && request.target.isBuiltIn && routeGone(change)?.route.isExternal == true
                 decision.reason = .oldDeviceUnavailable
@@ -167,7 +171,8 @@ public enum Policy {
             // The server moved the route to another port of its card a moment after a jack of that
             // card was pulled, the route's output still there (WirePlumber picks the best port left):
             // its reaction to the departure, not a user's pick. The route goes where the rules say.
-            decision.request = choice(change.current, state, defaultTarget: preferences.effectiveTarget, priority: preferences.priority)
+            decision.request = choice(change.current, state, defaultTarget: preferences.effectiveTarget, priority: preferences.priority,
+                                      inCall: preferences.inCall)
             decision.reason = .oldDeviceUnavailable
         } else if let old = change.previous.output, let card = old.cardName, change.profileChanged.contains(card),
                   change.current.output?.cardName != card, let target = RouteTarget(route: old.route),

@@ -230,7 +230,8 @@ enum Grammar {
               the same in A2DP and HFP) or kinds (bluetooth, headset), kept in the persistent state; no
               server is needed. Under 'watch --apply' the present listed output ranked highest takes the
               route; unlisted external devices rank below, most recent first; an HDMI output takes the
-              route only if it is listed. Ids not present now are kept (the headset at the office).
+              route only if it is listed. In a call it ranks headsets only. Ids not present now are kept
+              (the headset at the office).
               'set --device' stays a temporary override and never edits the list.
             """),
         CommandSpec(

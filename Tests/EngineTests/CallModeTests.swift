@@ -152,6 +152,45 @@ import Testing
         #expect(store.record == before)
     }
 
+    /// Rule 8: a connected headset takes the call, the priority list choosing among headsets only: a
+    /// listed HDMI output, which `watch --apply` gives the music, does not take the call from it. The
+    /// HDMI output in use before the call gets the sound back at its end.
+    @Test func aListedHDMIOutputNeitherTakesTheCallNorLosesItsPlaceAfter() throws {
+        let hdmi = "alsa_card.sim-hdmi:hdmi-output-0"
+        var all = try fixture("sim/pulseaudio-all")
+        let store = FakeStore()
+        store.preferencesValue = Preferences(priority: [hdmi])
+        let mode = CallMode(server: FakeServer(all), store: store, clocks: ManualClock().clocks)
+        #expect(try mode.start(speaker: false, timeout: 1).result.status.route == .headset)
+        all.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        let onHDMI = CallMode(server: FakeServer(all), store: FakeStore(), clocks: ManualClock().clocks)
+        #expect(try onHDMI.start(speaker: false, timeout: 1).result.status.route == .headset, "the USB headset takes the call")
+        let ended = try #require(try onHDMI.end(timeout: 1))
+        #expect(ended.status.output?.id == hdmi)
+    }
+
+    /// A card that was off before the call is switched on for the call's speaker, and call end puts
+    /// it back off and the sound on the HDMI output it was on: it does not switch the card on again.
+    @Test func aCardOffBeforeTheCallIsOffAfterIt() throws {
+        let laptop = "alsa_card.sim-laptop"
+        var on = try fixture("sim/pulseaudio-all").without(["alsa_card.sim-phone", "alsa_card.sim-usb-headset"])
+        on.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
+        var off = on.turnedOff(laptop)
+        off.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        let server = FakeServer(off)
+        for profile in on.cards.first(where: { $0.name == laptop })!.profiles.map(\.name) where profile != "off" {
+            server.profiles["\(laptop)/\(profile)"] = on
+        }
+        server.profiles["\(laptop)/off"] = off
+        let mode = CallMode(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+        #expect(try mode.start(speaker: false, timeout: 1).result.status.route == .speaker, "a command switches it on")
+        server.applied = []
+        let ended = try #require(try mode.end(timeout: 1))
+        #expect(server.applied.first == [.setCardProfile(card: laptop, profile: "off")])
+        #expect(server.current.cards.first { $0.name == laptop }?.activeProfile == "off")
+        #expect(ended.status.output?.id == "alsa_card.sim-hdmi:hdmi-output-0")
+    }
+
     /// PipeWire gives HFP a port of its own (`headset-hf-output`, not A2DP's `headset-output`): the
     /// sink the switch brings settles the call at once, not at the end of the timeout.
     @Test func aBluetoothCallOnPipeWireSettlesOnTheHFPPort() throws {

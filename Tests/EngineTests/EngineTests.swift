@@ -274,25 +274,74 @@ import Testing
 
     /// Another client turns the laptop's card off (pavucontrol's "Off" profile): its sink goes, and
     /// `watch --apply` leaves the card off (rule 5) instead of switching it back on for the speaker;
-    /// no route is left, as plain watch says too. Turned on again, its speaker appears and has the route.
+    /// plain watch beside it says the same. Turned on again, its speaker appears and has the route.
     @Test func aCardAnotherClientTurnedOffStaysOff() throws {
         let on = try fixture("sim/pulseaudio-laptop")
-        var off = on
-        let card = try #require(off.cards.firstIndex { $0.name == "alsa_card.sim-laptop" })
-        off.cards[card].activeProfile = "off"
-        off.sinks.removeAll { $0.card == off.cards[card].index }
-        off.sources.removeAll { $0.card == off.cards[card].index }
-        off.server.defaultSinkName = nil
-        off.server.defaultSourceName = nil
+        let off = on.turnedOff("alsa_card.sim-laptop")
         for apply in [false, true] {
             let server = FakeServer(on)
+            let clock = ManualClock()
+            server.clock = clock
             server.script = [.change(off), .pass(2), .change(on), .pass(2)]
-            let events = try run(server, FakeStore(), apply: apply)
+            let store = FakeStore()
+            store.policyRunning = true
+            let events = try run(server, store, apply: apply, clock: clock)
             #expect(server.applied.allSatisfy { !$0.contains { if case .setCardProfile = $0 { true } else { false } } },
                     "apply: \(apply): \(server.applied)")
-            #expect(routes(events) == ["speaker initial", "unknown (was speaker) no-suitable-route", "speaker (was unknown) new-device-available"],
-                    "apply: \(apply)")
+            #expect(routes(events) == ["speaker initial", "unknown (was speaker) no-suitable-route",
+                                       "speaker (was unknown) new-device-available"], "apply: \(apply)")
         }
+    }
+
+    /// `call end` puts back a card that was off before the call, on its way to the HDMI output the
+    /// call took the sound from: the card going off is routectl's own step, not a departure to answer.
+    @Test func aCardCallEndTurnsOffIsItsOwnStep() throws {
+        let laptop = "alsa_card.sim-laptop"
+        var on = try fixture("sim/pulseaudio-all").without(["alsa_card.sim-phone", "alsa_card.sim-usb-headset"])
+        on.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
+        var off = on.turnedOff(laptop)
+        off.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        let hdmi = "alsa_card.sim-hdmi:hdmi-output-0"
+        for apply in [false, true] {
+            let clock = ManualClock()
+            let store = FakeStore()
+            store.policyRunning = true
+            // call.json goes only once call end is done: the watchers are still in the call meanwhile.
+            store.call = CallRecord(startedAt: 1, speaker: false, applied: true)
+            let at = clock.clocks.wallMilliseconds()
+            let server = FakeServer(on)
+            server.clock = clock
+            server.script = [.run { store.intents.append(RouteIntent(output: hdmi, reason: .call, at: at)) }, .change(off),
+                             .run { store.intents.append(RouteIntent(output: hdmi, reason: .call, at: at, done: true)) },
+                             .change(off), .pass(0.5)]
+            let events = try run(server, store, apply: apply, clock: clock)
+            #expect(server.applied.isEmpty, "apply: \(apply): \(server.applied)")
+            #expect(routes(events) == ["speaker initial", "unknown (was speaker) call"], "apply: \(apply)")
+        }
+    }
+
+    /// In a call the call must be heard: the headset goes, and the call's target is reached on the
+    /// card a user had turned off (rule 8 before rule 5's leave-it-off).
+    @Test func aCallLosingItsHeadsetReachesItsTargetOnACardTurnedOff() throws {
+        let card = "alsa_card.sim-laptop"
+        let inCall = try fixture("sim/pulseaudio-bluetooth-hfp").turnedOff(card)
+        var gone = inCall
+        let headset = try #require(gone.cards.first { $0.name.hasPrefix("bluez_card.") }?.index)
+        gone.sinks.removeAll { $0.card == headset }
+        gone.sources.removeAll { $0.card == headset }
+        gone.cards.removeAll { $0.index == headset }
+        gone.server.defaultSinkName = nil
+        let server = FakeServer(inCall)
+        let laptopOn = try fixture("sim/pulseaudio-laptop")
+        for profile in laptopOn.cards[0].profiles.map(\.name) { server.profiles["\(card)/\(profile)"] = laptopOn }
+        server.script = [.change(gone), .pass(2)]
+        let clock = ManualClock()
+        server.clock = clock
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, applied: true)
+        let events = try run(server, store, apply: true, clock: clock)
+        #expect(server.applied.first?.first == .setCardProfile(card: card, profile: "output:analog-stereo+input:analog-stereo"))
+        #expect(routes(events).last == "speaker (was bluetooth) old-device-unavailable")
     }
 
     @Test func applyFallsBackWhenTheHeadphonesGo() throws {
@@ -643,6 +692,19 @@ import Testing
             #expect(routes(events) == expected, "the steal seen: \(seenStolen), the monitor arriving: \(seenArriving)")
             #expect(events.filter { $0.type == "device-added" }.count == 1)
         }
+        // A refetch taken before the steal, the restore's intent read after it was announced: the
+        // steal and the restore are reported then, and the later refetches that show them add nothing.
+        let clock = ManualClock()
+        let store = FakeStore()
+        let at = clock.clocks.wallMilliseconds()
+        let server = FakeServer(asleep)
+        server.clock = clock
+        server.script = [.run { store.intents.append(RouteIntent(output: speaker, reason: .restored, at: at)) }, .change(all),
+                         .change(stolen), .run { store.intents.append(RouteIntent(output: speaker, reason: .restored, at: at, done: true)) },
+                         .change(all), .pass(1.5), .change(stolen), .pass(0.5)]
+        // A user's pick of the monitor later on is reported as any pick is.
+        #expect(routes(try run(server, store, apply: false, clock: clock))
+                == expected + ["unknown (was speaker) route-configuration-change"], "the steal reported once")
     }
 
     @Test func anotherClientsPickIsReportedAndRespected() throws {
@@ -855,6 +917,29 @@ import Testing
 }
 
 extension Snapshot {
+    /// This snapshot without these cards, their sinks and sources (unplugged).
+    func without(_ cards: [String]) -> Snapshot {
+        var left = self
+        let gone = Set(left.cards.filter { cards.contains($0.name) }.map(\.index))
+        left.sinks.removeAll { $0.card.map(gone.contains) ?? false }
+        left.sources.removeAll { $0.card.map(gone.contains) ?? false }
+        left.cards.removeAll { gone.contains($0.index) }
+        return left
+    }
+
+    /// This snapshot with a card switched to its `off` profile: its sinks and sources gone.
+    func turnedOff(_ card: String) -> Snapshot {
+        var off = self
+        guard let i = off.cards.firstIndex(where: { $0.name == card }) else { return off }
+        off.cards[i].activeProfile = "off"
+        let index = off.cards[i].index
+        if off.defaultSink?.card == index { off.server.defaultSinkName = nil }
+        if off.defaultSource?.card == index { off.server.defaultSourceName = nil }
+        off.sinks.removeAll { $0.card == index }
+        off.sources.removeAll { $0.card == index }
+        return off
+    }
+
     func jack(_ sink: String, _ port: String, _ availability: PortAvailability) -> Snapshot {
         var s = self
         guard let i = s.sinks.firstIndex(where: { $0.name == sink }) else { return s }
