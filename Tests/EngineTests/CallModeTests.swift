@@ -173,10 +173,7 @@ import Testing
     /// it back off and the sound on the HDMI output it was on: it does not switch the card on again.
     @Test func aCardOffBeforeTheCallIsOffAfterIt() throws {
         let laptop = "alsa_card.sim-laptop"
-        var on = try fixture("sim/pulseaudio-all").without(["alsa_card.sim-phone", "alsa_card.sim-usb-headset"])
-        on.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
-        var off = on.turnedOff(laptop)
-        off.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        let (on, off) = try laptopAndHDMI()
         let server = FakeServer(off)
         for profile in on.cards.first(where: { $0.name == laptop })!.profiles.map(\.name) where profile != "off" {
             server.profiles["\(laptop)/\(profile)"] = on

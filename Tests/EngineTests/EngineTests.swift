@@ -296,11 +296,7 @@ import Testing
     /// `call end` puts back a card that was off before the call, on its way to the HDMI output the
     /// call took the sound from: the card going off is routectl's own step, not a departure to answer.
     @Test func aCardCallEndTurnsOffIsItsOwnStep() throws {
-        let laptop = "alsa_card.sim-laptop"
-        var on = try fixture("sim/pulseaudio-all").without(["alsa_card.sim-phone", "alsa_card.sim-usb-headset"])
-        on.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
-        var off = on.turnedOff(laptop)
-        off.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+        let (on, off) = try laptopAndHDMI()
         let hdmi = "alsa_card.sim-hdmi:hdmi-output-0"
         for apply in [false, true] {
             let clock = ManualClock()
@@ -914,6 +910,16 @@ import Testing
             }
         }
     }
+}
+
+/// A laptop and an HDMI monitor: the laptop's card on, its speaker the route; and the card turned
+/// off, the route on HDMI.
+func laptopAndHDMI() throws -> (on: Snapshot, off: Snapshot) {
+    var on = try fixture("sim/pulseaudio-all").without(["alsa_card.sim-phone", "alsa_card.sim-usb-headset"])
+    on.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
+    var off = on.turnedOff("alsa_card.sim-laptop")
+    off.server.defaultSinkName = "alsa_output.sim-hdmi.hdmi-stereo"
+    return (on, off)
 }
 
 extension Snapshot {
