@@ -218,23 +218,66 @@ pactl set-card-profile alsa_card.sim-laptop off
 wait_line "$apply" 1 "^route unknown" || true
 quiet "$watch" "$apply" || true
 expect_eq "card turned off: it stays off (server)" off "$(profile_of alsa_card.sim-laptop)"
-# PulseAudio's module-always-sink puts its auto_null sink in at once; pipewire-pulse leaves no sink,
-# then shows its own auto_null as the default a moment later.
-if [ "$server" = pulseaudio ]; then off_line="route unknown (was speaker) reason=old-device-unavailable output=auto_null"
-else off_line="route unknown (was speaker) reason=no-suitable-route output=none"; fi
-expect_eq "card turned off: the route leaves the speaker (watch --apply)" "$off_line" "$(since "$apply" route | head -1)"
+# PulseAudio's module-always-sink puts its auto_null sink in at once; pipewire-pulse leaves no sink
+# for a moment, then shows its own auto_null: one departure in both.
+expect_eq "card turned off: the route leaves the speaker (watch --apply)" \
+	"route unknown (was speaker) reason=old-device-unavailable output=auto_null" "$(since "$apply" route)"
 expect_eq "card turned off: the same route line (watch)" "$(since "$apply" route)" "$(since "$watch" route)"
+rc priority set "$speaker_id" >/dev/null 2>&1
+expect_match "card turned off: priority lists its speaker as not present" "^1 +no +$speaker_id" "$(rc priority | sed -n 2p)"
+rc priority clear >/dev/null
 mark
 pactl set-card-profile alsa_card.sim-laptop output:analog-stereo+input:analog-stereo
 wait_line "$apply" 1 "^route speaker" || true
 quiet "$watch" "$apply" || true
 expect_eq "card on again: the speaker (server)" "$laptop analog-output-speaker" "$(server_route)"
-# (pipewire-pulse may first take its auto_null away, leaving no sink for a moment: reported by both.)
+# pipewire-pulse may take its auto_null away a moment before the speaker's sink comes: a watcher
+# whose refetch falls in that moment reports the moment with no sink first. Both end alike.
 expect_eq "card on again: its speaker appears and takes the route (watch --apply)" \
 	"route speaker (was unknown) reason=new-device-available output=$speaker_id" "$(since "$apply" route | tail -1)"
-expect_eq "card on again: the same route line (watch)" "$(since "$apply" route)" "$(since "$watch" route)"
+expect_eq "card on again: the same last route line (watch)" "$(since "$apply" route | tail -1)" "$(since "$watch" route | tail -1)"
 expect_eq "card off and on: watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
 stop_watchers
+
+echo "-- the card off beside the awake monitor: one departure; with the headphones in, set speaker turns it on for them"
+jack hdmi hdmi in
+wait_for "HDMI available" sh -c "'$routectl' devices | grep -q ' yes  *[a-z-]*  *$hdmi_id '"
+pactl set-default-sink "$laptop"
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+start_watchers
+pactl set-card-profile alsa_card.sim-laptop off
+wait_line "$apply" 1 "^route unknown" || true
+quiet "$watch" "$apply" || true
+expect_eq "card off beside the monitor: HDMI (server)" "$hdmi hdmi-output-0" "$(server_route)"
+expect_eq "card off beside the monitor: one departure (watch --apply)" \
+	"route unknown (was speaker) reason=old-device-unavailable output=$hdmi_id" "$(since "$apply" route)"
+expect_eq "card off beside the monitor: the same route line (watch)" "$(since "$apply" route)" "$(since "$watch" route)"
+pactl set-card-profile alsa_card.sim-laptop output:analog-stereo+input:analog-stereo
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+jack laptop headphone in
+wait_for "the server on the headphones" server_is "$laptop analog-output-headphones"
+quiet "$watch" "$apply" || true
+pactl set-card-profile alsa_card.sim-laptop off
+wait_for "the server on HDMI" server_is "$hdmi hdmi-output-0"
+quiet "$watch" "$apply" || true
+mark
+run_rc rc set speaker
+expect_rc "set speaker with the card off and the headphones in: exit 0 (the speaker is there)" 0
+expect_match "set speaker with the card off and the headphones in: the headphones keep priority" "keeps priority" "$err"
+wait_line "$apply" 1 "^route headset" || true
+quiet "$watch" "$apply" || true
+expect_eq "set speaker with the card off: the headphones (server)" "$laptop analog-output-headphones" "$(server_route)"
+expect_eq "set speaker with the card off: routectl's own move (watch --apply)" \
+	"route headset (was unknown) reason=override output=$phones_id" "$(since "$apply" route)"
+expect_eq "set speaker with the card off: the same route line (watch)" "$(since "$apply" route)" "$(since "$watch" route)"
+expect_eq "set speaker with the card off: no flicker" "" "$(since "$apply" flicker)"
+rc clear >/dev/null
+jack laptop headphone out
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+expect_eq "card off and set: watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
+stop_watchers
+jack hdmi hdmi out
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
 
 echo "-- --force onto the hidden speaker while the monitor is awake: refused, nothing changed"
 jack hdmi hdmi in

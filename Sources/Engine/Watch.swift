@@ -206,6 +206,11 @@ public struct Watch {
                 held.reason = .oldDeviceUnavailable
             } else if let card = held.departedCard, change.profileChanged.contains(card) {
                 held.reason = .categoryChange
+            } else if held.reason == .noSuitableRoute, let departed = held.departed, change.current.output != nil,
+                      !change.current.outputs.contains(where: { $0.id == departed && $0.isConnected }) {
+                // The server put a sink in place of the one that went (pipewire-pulse's auto_null a
+                // moment after the last sink): as if both came in one notification.
+                held.reason = .oldDeviceUnavailable
             }
             hold = held
         }
@@ -218,8 +223,12 @@ public struct Watch {
         let timing = holdDown > 0 && (!departures.isEmpty || change.removed.contains { $0.route.isExternal })
         let standing = timing ? try? store.overrideRecord() : nil
         let now = clocks.monotonic()
+        // routectl's own command switching a card off or on (call end putting back a card that was
+        // off, call start or set switching one on): its outputs going or coming are that step.
+        let ownStep = hold?.intent != nil || ownMoveJustNow(away: change.previous.output)
+        let ownCardSwitch = ownCardSwitch(change)
         let returns = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
-            .filter { $0.1.deadline > now }
+            .filter { $0.1.deadline > now && !ownCardSwitch }
         // The override waits on a flicker only when it is the one the device left under.
         let flickers = returns.filter { $0.1.override != nil && $0.1.override == standing }
         let early = departureAfterServerMove(change, next, at: now)
@@ -246,12 +255,10 @@ public struct Watch {
                                                   carried: decided.previous.output?.id, deadline: now + holdDown)
             }
         }
-        if decision.reason == .categoryChange || decision.reason == .noSuitableRoute || Self.cardTurnedOff(change),
-           hold?.intent != nil || ownMoveJustNow(away: change.previous.output) {
-            // routectl's own profile switch is under way (set, clear, call end putting back a card
-            // that was off): the card is not flipping by itself, and its sink gone for a moment
-            // (pipewire-pulse can report the new one a notification later) is that switch, not a
-            // route lost.
+        if ownCardSwitch || (decision.reason == .categoryChange || decision.reason == .noSuitableRoute) && ownStep {
+            // routectl's own profile switch is under way (set, clear, call start or end): the card is
+            // not flipping by itself, and its sink gone for a moment (pipewire-pulse can report the
+            // new one a notification later) is that switch, not a route lost.
             decision.request = nil
             decision.reason = nil
         }
@@ -276,6 +283,9 @@ public struct Watch {
         }
         var after = next
         var reason = decision.reason ?? .override
+        // The server's move off an output, held for its departure window, stays held when the rules
+        // find nowhere to go: its route event comes when the window ends, as in plain watch.
+        var leftHeld = false
         if let request = decision.request {
             let result: RouteApplier.Result
             do {
@@ -293,8 +303,12 @@ public struct Watch {
             after = result.snapshot
             if result.plan.output == nil, result.plan.actions.isEmpty {
                 // The rules found nowhere to go (the only card turned off, its sink gone): the change
-                // speaks for itself, as plain watch says it.
-                reason = Events.reason(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
+                // speaks for itself, as plain watch says it, or the server's move held for it.
+                if let held = hold, held.departed != nil, held.intent == nil {
+                    leftHeld = true
+                } else {
+                    reason = Events.reason(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
+                }
             }
             if decision.muteFallback, result.status.route == .speaker, let sink = result.status.output?.sink {
                 after = try server.apply([.setSinkMute(sink: sink, mute: true)], timeout: timeout) { s in
@@ -318,11 +332,11 @@ public struct Watch {
             store.saveDecision(DecisionRecord(reason: decision.reason ?? .override, cause: Self.cause(of: change),
                                               output: steps.current.output?.id, at: clocks.wallMilliseconds()))
         }
-        if early != nil, decision.request != nil, hold?.intent == nil {
+        if early != nil, decision.request != nil, hold?.intent == nil, !leftHeld {
             // The server's move, held in its departure window, is answered and reported here, as one change.
             hold = nil
         }
-        guard reportRoute(steps.current, reason: reason) else { return false }
+        guard leftHeld || reportRoute(steps.current, reason: reason) else { return false }
         for event in Events.diff(steps) where event.type != "route" {
             guard emit(event) else { return false }
         }
@@ -443,9 +457,11 @@ public struct Watch {
                 return true
             }
         }
-        // routectl's own announced move (an intent being held) explains the change better than a prediction.
-        // A request that leads nowhere (watch --apply then reports the change as it is) holds nothing.
+        // routectl's own announced move (an intent being held) explains the change better than a prediction,
+        // as does its own card switch. A request that leads nowhere (watch --apply then reports the
+        // change as it is) holds nothing.
         if let request = decision.request, store.policyRunning, decision.reason != .restored, hold?.intent == nil,
+           !ownCardSwitch(change),
            decision.reason != .categoryChange || !ownMoveJustNow(away: change.previous.output),
            Self.leadsSomewhere(request, next, preferences) {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
@@ -466,10 +482,34 @@ public struct Watch {
         return plan.output != nil || !plan.actions.isEmpty
     }
 
-    /// The card of the output the route was on is now `off`: its sink went with a profile switch.
-    static func cardTurnedOff(_ change: Change) -> Bool {
-        guard let card = change.previous.output?.cardName else { return false }
-        return change.current.outputs.contains { $0.cardName == card && $0.cardProfile == "off" }
+    /// The cards switched to or from `off` in this change: the card of the output the route was on,
+    /// now off, and the cards of outputs that appeared from a card that was off.
+    static func cardsSwitchedOffOrOn(_ change: Change) -> Set<String> {
+        var cards = Set<String>()
+        if let card = change.previous.output?.cardName,
+           change.current.outputs.contains(where: { $0.cardName == card && $0.cardProfile == "off" }) {
+            cards.insert(card)
+        }
+        for added in change.added {
+            if let was = change.previous.outputs.first(where: { $0.id == added.id }), was.cardProfile == "off",
+               let card = added.cardName {
+                cards.insert(card)
+            }
+        }
+        return cards
+    }
+
+    /// routectl's own command switched a card off or on in this change (call end putting back a card
+    /// that was off; call start or set switching one on for its output): a move of routectl's is
+    /// held, or one announced moments ago leads to that card. Its outputs going or coming are that step.
+    func ownCardSwitch(_ change: Change) -> Bool {
+        let cards = Self.cardsSwitchedOffOrOn(change)
+        guard !cards.isEmpty else { return false }
+        if hold?.intent != nil { return true }
+        guard let intent = intentNow() else { return false }
+        let age = clocks.wallMilliseconds() - intent.at
+        guard age >= 0, age <= (intent.done ? Self.finishedExplains : Self.inProgressExplains) else { return false }
+        return cards.contains { intent.output == $0 || intent.output.hasPrefix($0 + ":") }
     }
 
     /// The output of a steal `watch --apply` put back before this watcher's refetch could show it: an
@@ -566,10 +606,11 @@ public struct Watch {
     /// Reports the route now, unless a move is held (its event comes when it is done).
     mutating func reportOrHold(_ status: Status, reason: RouteChangeReason) -> Bool {
         guard hold == nil else { return true }
-        if reason == .routeConfigurationChange, let left = reported.output, left.cardName != nil {
+        if reason == .routeConfigurationChange || reason == .noSuitableRoute, let left = reported.output, left.cardName != nil {
             // A server may move the default off a card's output a moment before it reports that
             // output gone (WirePlumber and a sleeping monitor): wait a moment before calling it a
-            // client's pick. A virtual sink goes in one notification; it needs no wait.
+            // client's pick. A virtual sink goes in one notification; it needs no wait. Likewise a
+            // route left with no sink at all: pipewire-pulse puts its auto_null in a moment later.
             let departed = left.id
             let departedCard = left.cardName
             var held = RouteHold(target: status.output?.id, reason: reason, deadline: clocks.monotonic() + RouteHold.departureWindow)

@@ -159,7 +159,11 @@ public enum Planner {
         }
         if let speaker = best(.speaker, status, context, includeHidden: request.force)
             ?? best(.headset, status, context, includeHidden: false) {
-            return try actions(toward: speaker, snapshot, status, context, outcome: .fellBack(from: request.target))
+            // The speaker is there behind the jack (its card was off, say): the headphones get the
+            // sound and keep it, as rule 2 says once they have it. Else nothing of that kind is here.
+            let hidden = request.target.isBuiltIn && speaker.route.isExternal && best(wanted, status, context, includeHidden: true) != nil
+            return try actions(toward: speaker, snapshot, status, context,
+                               outcome: hidden ? .externalKeepsPriority(speaker) : .fellBack(from: request.target))
         }
         return Plan(outcome: .fellBack(from: request.target), actions: [], output: nil, needsReplan: false)
     }

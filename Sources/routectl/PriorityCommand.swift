@@ -19,10 +19,11 @@ enum PriorityCommand {
         let outputs = live.map { Status(snapshot: $0).outputs }
         func entry(_ id: String) -> (present: Bool?, output: Output?) {
             guard let outputs else { return (nil, nil) }
+            // Present as the rules rank it: not on a card switched off, not a headset leaving.
             if let kind = Route(rawValue: id), kind.isExternal {
-                return (outputs.contains { $0.route == kind && $0.isAvailable }, nil)
+                return (outputs.contains { $0.route == kind && $0.isConnected }, nil)
             }
-            let output = outputs.first { ($0.id == id || $0.sink == id) && $0.isAvailable }
+            let output = outputs.first { ($0.id == id || $0.sink == id) && $0.isConnected }
             return (output != nil, output)
         }
         if options.json {

@@ -19,6 +19,29 @@ import Testing
         #expect(store.intents.allSatisfy { $0.reason == .override })
     }
 
+    /// The laptop's card is off with headphones in its jack: `set speaker` turns the card on, and the
+    /// headphones take the sound and keep it (rule 2: the speaker is there, behind the jack), as the
+    /// same command says once they have it; not rule 4's "no speaker here" (exit 3).
+    @Test func aSpeakerBehindTheJackOfACardThatWasOffIsThere() throws {
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        let server = FakeServer(plugged.turnedOff("alsa_card.sim-laptop"))
+        // The card on again, the server's default not on it yet (it was on auto_null).
+        var switched = plugged
+        switched.server.defaultSinkName = nil
+        for profile in plugged.cards[0].profiles.map(\.name) { server.profiles["alsa_card.sim-laptop/\(profile)"] = switched }
+        let applier = RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+        let phones = try #require(Status(snapshot: plugged).output)
+        for _ in 0..<2 {
+            let result = try applier.route(RouteRequest(target: .speaker), preferredInput: nil, timeout: 1)
+            guard case let .externalKeepsPriority(keeper) = result.plan.outcome else {
+                Issue.record("outcome \(result.plan.outcome)")
+                continue
+            }
+            #expect(keeper.id == phones.id)
+            #expect(result.status.route == .headset)
+        }
+    }
+
     @Test func nothingToDoAnnouncesNothing() throws {
         let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
         let store = FakeStore()
@@ -313,6 +336,73 @@ import Testing
             let events = try run(server, store, apply: apply, clock: clock)
             #expect(server.applied.isEmpty, "apply: \(apply): \(server.applied)")
             #expect(routes(events) == ["speaker initial", "unknown (was speaker) call"], "apply: \(apply)")
+        }
+    }
+
+    /// PipeWire drops a card's sink a notification before it shows the card `off`, the server on HDMI
+    /// meanwhile: one route event, with the departure's reason, in both watchers.
+    @Test func aCardTurnedOffInTwoNotificationsIsOneDeparture() throws {
+        let (on, off) = try laptopAndHDMI()
+        var sinkGone = off
+        sinkGone.cards = on.cards
+        for apply in [false, true] {
+            let clock = ManualClock()
+            let server = FakeServer(on)
+            server.clock = clock
+            server.script = [.change(sinkGone), .change(off), .pass(1)]
+            let store = FakeStore()
+            store.policyRunning = true
+            let events = try run(server, store, apply: apply, clock: clock)
+            #expect(server.applied.isEmpty, "apply: \(apply): \(server.applied)")
+            #expect(routes(events) == ["speaker initial", "unknown (was speaker) old-device-unavailable"], "apply: \(apply)")
+        }
+    }
+
+    /// `set speaker` switched on a card that was off, the headphones in its jack, and was over before
+    /// this watcher looked: the headphones coming with the card are `set`'s step (reason override),
+    /// not an arrival plain watch should expect `watch --apply` to answer.
+    @Test func aCardACommandSwitchedOnBringsNoArrival() throws {
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        let phones = try #require(Status(snapshot: plugged).output?.id)
+        for apply in [false, true] {
+            let clock = ManualClock()
+            let store = FakeStore()
+            store.policyRunning = true
+            let at = clock.clocks.wallMilliseconds()
+            let server = FakeServer(plugged.turnedOff("alsa_card.sim-laptop"))
+            server.clock = clock
+            server.script = [.run { store.intents = [RouteIntent(output: phones, reason: .override, at: at, done: true)] },
+                             .change(plugged), .pass(0.5)]
+            let events = try run(server, store, apply: apply, clock: clock)
+            #expect(routes(events) == ["unknown initial", "headset (was unknown) override"], "apply: \(apply)")
+            #expect(server.applied.isEmpty, "apply: \(apply): \(server.applied)")
+        }
+    }
+
+    /// pipewire-pulse drops the last sink (its card going off), shows no default for a moment, then
+    /// its auto_null: one route event with the departure's reason in both watchers, as PulseAudio's
+    /// one notification gives it, whichever refetches the watchers happen to make.
+    @Test func noSinkThenTheServersPlaceholderIsOneDeparture() throws {
+        let on = try fixture("sim/pulseaudio-laptop")
+        let off = on.turnedOff("alsa_card.sim-laptop")
+        var sinkGone = off
+        sinkGone.cards = on.cards
+        var placeholder = off
+        placeholder.sinks.append(Sink(index: 99, name: "auto_null", description: "Dummy Output", driver: "module-null-sink.c",
+                                      properties: ["device.class": "abstract"]))
+        placeholder.server.defaultSinkName = "auto_null"
+        for steps in [[sinkGone, placeholder], [sinkGone, off, placeholder], [placeholder]] {
+            for apply in [false, true] {
+                let clock = ManualClock()
+                let server = FakeServer(on)
+                server.clock = clock
+                server.script = steps.map { .change($0) } + [.pass(1)]
+                let store = FakeStore()
+                store.policyRunning = true
+                let events = try run(server, store, apply: apply, clock: clock)
+                #expect(routes(events) == ["speaker initial", "unknown (was speaker) old-device-unavailable"],
+                        "apply: \(apply), \(steps.count) steps")
+            }
         }
     }
 
@@ -988,6 +1078,25 @@ extension Snapshot {
         #expect(events.contains { if case let .flicker(o, away) = $0 { return o.id == phones && away == 500 } else { return false } })
         #expect(WatchTests().routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable",
                                                 "headset (was speaker) new-device-available"], "the route falls back at once, then returns")
+    }
+
+    /// Headphones in, their card turned off by another client (they go), then `call start` switches
+    /// the card on: the headphones coming back are routectl's own step, not a flicker or a plug.
+    @Test func outputsACommandSwitchesBackOnAreNoFlicker() throws {
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        let off = plugged.turnedOff("alsa_card.sim-laptop")
+        let server = FakeServer(plugged)
+        let store = FakeStore()
+        store.policyRunning = true
+        let at: Int64 = 1_001_000  // the manual clock's start, plus the second passed
+        server.script = [.change(off), .pass(1.0),
+                         .run { store.intents.append(RouteIntent(output: phones, reason: .call, at: at)) },
+                         .change(plugged),
+                         .run { store.intents.append(RouteIntent(output: phones, reason: .call, at: at, done: true)) },
+                         .change(plugged), .pass(0.5)]
+        let events = try run(server, store, holdDown: 2)
+        #expect(!events.contains { $0.type == "flicker" })
+        #expect(WatchTests().routes(events).last == "headset (was unknown) call")
     }
 
     /// The server selected the speaker a notification before it reported the headphones unplugged;
