@@ -482,34 +482,37 @@ public struct Watch {
         return plan.output != nil || !plan.actions.isEmpty
     }
 
-    /// The cards switched to or from `off` in this change: the card of the output the route was on,
-    /// now off, and the cards of outputs that appeared from a card that was off.
-    static func cardsSwitchedOffOrOn(_ change: Change) -> Set<String> {
-        var cards = Set<String>()
+    /// The cards switched to or from `off` in this change: `off`, the card of the output the route
+    /// was on, now off; `on`, the cards of outputs that appeared from a card that was off.
+    static func cardsSwitchedOffOrOn(_ change: Change) -> (off: Set<String>, on: Set<String>) {
+        var off = Set<String>(), on = Set<String>()
         if let card = change.previous.output?.cardName,
            change.current.outputs.contains(where: { $0.cardName == card && $0.cardProfile == "off" }) {
-            cards.insert(card)
+            off.insert(card)
         }
         for added in change.added {
             if let was = change.previous.outputs.first(where: { $0.id == added.id }), was.cardProfile == "off",
                let card = added.cardName {
-                cards.insert(card)
+                on.insert(card)
             }
         }
-        return cards
+        return (off, on)
     }
 
-    /// routectl's own command switched a card off or on in this change (call end putting back a card
-    /// that was off; call start or set switching one on for its output): a move of routectl's is
-    /// held, or one announced moments ago leads to that card. Its outputs going or coming are that step.
+    /// routectl's own command switched a card on or off in this change: `set` or `call start`
+    /// switching on the card of the output it announced moments ago (done or not), or `call end`,
+    /// still under way, putting back off a card that was off before the call. Its outputs coming or
+    /// going are that step. (A headset whose card goes off as it disconnects, moments after a command
+    /// chose it, is a departure.)
     func ownCardSwitch(_ change: Change) -> Bool {
         let cards = Self.cardsSwitchedOffOrOn(change)
-        guard !cards.isEmpty else { return false }
-        if hold?.intent != nil { return true }
-        guard let intent = intentNow() else { return false }
+        guard !cards.off.isEmpty || !cards.on.isEmpty, let intent = intentNow() else { return false }
+        func onCard(_ card: String) -> Bool { intent.output == card || intent.output.hasPrefix(card + ":") }
+        let inProgress = hold?.intent == intent.at && !intent.done
+        if !cards.off.isEmpty, inProgress, !cards.off.contains(where: onCard) { return true }
         let age = clocks.wallMilliseconds() - intent.at
         guard age >= 0, age <= (intent.done ? Self.finishedExplains : Self.inProgressExplains) else { return false }
-        return cards.contains { intent.output == $0 || intent.output.hasPrefix($0 + ":") }
+        return cards.on.contains(where: onCard)
     }
 
     /// The output of a steal `watch --apply` put back before this watcher's refetch could show it: an

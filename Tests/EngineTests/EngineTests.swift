@@ -406,6 +406,26 @@ import Testing
         }
     }
 
+    /// A headset that disconnects a moment after `call start` chose it (its card goes `off` first, on
+    /// PulseAudio) is a departure the rules answer, not routectl's own card switch.
+    @Test func aHeadsetCardGoingOffJustAfterACommandChoseItIsADeparture() throws {
+        let hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let headset = try #require(hfp.cards.first { $0.name.hasPrefix("bluez_card.") }?.name)
+        var leaving = hfp.turnedOff(headset)
+        leaving.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
+        let clock = ManualClock()
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, applied: true)
+        store.intents = [RouteIntent(output: headset, reason: .call, at: clock.clocks.wallMilliseconds(), done: true)]
+        let server = FakeServer(hfp)
+        server.clock = clock
+        server.script = [.pass(0.3), .change(leaving), .pass(0.5)]
+        let events = try run(server, store, apply: true, clock: clock)
+        #expect(!server.applied.isEmpty, "the rules answer the departure")
+        #expect(store.decisions.last?.reason == .oldDeviceUnavailable)
+        #expect(routes(events).last == "speaker (was bluetooth) old-device-unavailable")
+    }
+
     /// In a call the call must be heard: the headset goes, and the call's target is reached on the
     /// card a user had turned off (rule 8 before rule 5's leave-it-off).
     @Test func aCallLosingItsHeadsetReachesItsTargetOnACardTurnedOff() throws {
