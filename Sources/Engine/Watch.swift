@@ -294,7 +294,7 @@ public struct Watch {
                 // usable again (a phone's sink once its speaker port replaces the pulled headphones).
                 result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                            reason: decision.reason ?? .override, inCall: preferences.inCall, claimDefault: true,
-                                           keepCardsOff: !preferences.inCall)
+                                           keepCardsOff: true)
             } catch {
                 // The change happened even if routectl's answer to it failed: report the route as it is.
                 _ = reportRoute(Status(snapshot: next), reason: Events.reason(change, own: nil, recentlyAdded: Set(recentlyAdded.keys)))
@@ -389,13 +389,12 @@ public struct Watch {
         let status = Status(snapshot: snapshot)
         let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, priority: preferences.priority,
                                     inCall: preferences.inCall)
-        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall,
-                                  keepCardsOff: !preferences.inCall)
+        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
         let plan = try? Planner.plan(snapshot, request, context, status: status)
         guard plan?.movesRoute == true else { return true }
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                        reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true,
-                                       keepCardsOff: !preferences.inCall)
+                                       keepCardsOff: true)
         snapshot = result.snapshot
         store.saveDecision(DecisionRecord(reason: .oldDeviceUnavailable, cause: due.first?.clear?.cause,
                                           output: result.status.output?.id, at: clocks.wallMilliseconds()))
@@ -476,8 +475,7 @@ public struct Watch {
 
     /// Whether `watch --apply` would find an output for `request` (a card left off is no way there).
     static func leadsSomewhere(_ request: RouteRequest, _ snapshot: Snapshot, _ preferences: Preferences) -> Bool {
-        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall,
-                                  keepCardsOff: !preferences.inCall)
+        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
         guard let plan = try? Planner.plan(snapshot, request, context) else { return true }
         return plan.output != nil || !plan.actions.isEmpty
     }
@@ -749,8 +747,7 @@ public struct Watch {
                     let request = Policy.choice(freshStatus, policy, defaultTarget: preferences.effectiveTarget,
                                                 priority: preferences.priority, inCall: preferences.inCall)
                     snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                                 inCall: preferences.inCall, claimDefault: true,
-                                                 keepCardsOff: !preferences.inCall).snapshot
+                                                 inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
                     if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
                        snapshot.server.defaultSourceName != input {
                         snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) {
@@ -835,7 +832,7 @@ struct RouteHold {
     func isDone(_ snapshot: Snapshot) -> Bool {
         if let target { return Status(snapshot: snapshot).output?.id == target }
         guard let request else { return true }
-        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput, inCall: inCall, keepCardsOff: !inCall))
+        let plan = try? Planner.plan(snapshot, request, PlanContext(preferredInput: preferredInput, inCall: inCall, keepCardsOff: true))
         return plan.map { !$0.movesRoute } ?? true
     }
 

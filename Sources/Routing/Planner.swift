@@ -98,8 +98,9 @@ public struct PlanContext: Equatable, Sendable {
     /// PulseAudio's configured default sink), and goes back to that one as soon as it is usable
     /// again: the policy's choice must be the remembered one.
     public var claimDefault: Bool
-    /// The policy's own moves (`watch --apply`) never switch a card out of its `off` profile: turning
-    /// a card off is a user's choice (rule 5). A command (`set`, `call start`) asked for does.
+    /// The policy's own moves (`watch --apply`, `call end`'s return) never switch a card out of its
+    /// `off` profile: turning a card off is a user's choice (rule 5). Except in a call, which must be
+    /// heard (rule 8). A command (`set`, `call start`) asked for does.
     public var keepCardsOff: Bool
 
     public init(preferredInput: String? = nil, inCall: Bool = false, before: Output? = nil, previousDefaultSink: String? = nil,
@@ -124,7 +125,7 @@ public enum Planner {
     public static func plan(_ snapshot: Snapshot, _ request: RouteRequest, _ context: PlanContext,
                             status known: Status? = nil) throws(PlanningError) -> Plan {
         var status = known ?? Status(snapshot: snapshot)
-        if context.keepCardsOff { status.outputs.removeAll { $0.cardProfile == "off" } }
+        if context.keepCardsOff, !context.inCall { status.outputs.removeAll { $0.cardProfile == "off" } }
         // Rule 7: the route before the command, not a transient the server picked after routectl's own step.
         let before = context.before ?? status.output
         let external = before.flatMap { old in
