@@ -54,6 +54,7 @@ import Testing
         #expect(props["application.name"] == "routectl")
         #expect(props["application.icon_name"] != nil)
         #expect(props["application.version"] == "0.1.0")
+        #expect(props["context.force.disable.shm"] == "yes")
         #expect(PulseConnection.clientProperties(name: "routectl", version: nil).allSatisfy { $0.0 != "application.version" })
     }
 
