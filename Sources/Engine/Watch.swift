@@ -414,7 +414,7 @@ public struct Watch {
     func ownMoveJustNow(away output: Output?) -> Bool {
         guard let output, let card = output.cardName, let intent = intentNow() else { return false }
         return clocks.wallMilliseconds() - intent.at < Int64(RouteHold.limit * 1000)
-            && intent.output != output.id && intent.output.hasPrefix(card + ":")
+            && intent.output != output.id && Output.id(intent.output, isOn: card)
     }
 
     /// What set a decision off, in words for `why`.
@@ -505,7 +505,7 @@ public struct Watch {
     func ownCardSwitch(_ change: Change) -> Bool {
         let cards = Self.cardsSwitchedOffOrOn(change)
         guard !cards.off.isEmpty || !cards.on.isEmpty, let intent = intentNow() else { return false }
-        func onCard(_ card: String) -> Bool { intent.output == card || intent.output.hasPrefix(card + ":") }
+        func onCard(_ card: String) -> Bool { Output.id(intent.output, isOn: card) }
         let inProgress = hold?.intent == intent.at && !intent.done
         if !cards.off.isEmpty, inProgress, !cards.off.contains(where: onCard) { return true }
         let age = clocks.wallMilliseconds() - intent.at
@@ -744,8 +744,7 @@ public struct Watch {
                 clearStaleOverride(freshStatus)
                 let preferences = try self.preferences()
                 do {
-                    let request = Policy.choice(freshStatus, policy, defaultTarget: preferences.effectiveTarget,
-                                                priority: preferences.priority, inCall: preferences.inCall)
+                    let request = Policy.choice(freshStatus, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
                     snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                                  inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
                     if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),

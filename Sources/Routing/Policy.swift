@@ -83,18 +83,28 @@ public enum Policy {
         return ranked
     }
 
+    /// `choice` and `ranked` under the priority list and the call of `preferences`.
+    public static func choice(_ status: Status, _ state: PolicyState, defaultTarget: RouteTarget,
+                              by preferences: Preferences) -> RouteRequest {
+        choice(status, state, defaultTarget: defaultTarget, priority: preferences.priority, inCall: preferences.inCall)
+    }
+
+    static func ranked(_ status: Status, _ state: PolicyState, by preferences: Preferences) -> [Output] {
+        ranked(status, state, priority: preferences.priority, inCall: preferences.inCall)
+    }
+
     /// What the rules want with no device change to react to (`clear`, a call's start and end): an
     /// external device in use keeps the sound (rule 2); else the most recently connected one; else the
     /// base target (the call's during a call, else the default). An override is the caller's business.
     public static func ruling(_ status: Status, _ preferences: Preferences) -> RouteRequest {
         let state = PolicyState(status: status)
         if let output = status.output, output.route.isExternal, output.isAvailable,
-           preferences.priority.isEmpty || ranked(status, state, priority: preferences.priority, inCall: preferences.inCall).first?.id == output.id {
+           preferences.priority.isEmpty || ranked(status, state, by: preferences).first?.id == output.id {
             // In a call the device is asked for by name: the call may need its headset profile.
             return preferences.inCall ? RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
                 : RouteRequest(target: preferences.baseTarget)
         }
-        let choice = choice(status, state, defaultTarget: preferences.baseTarget, priority: preferences.priority, inCall: preferences.inCall)
+        let choice = choice(status, state, defaultTarget: preferences.baseTarget, by: preferences)
         // A listed output (an HDMI output or the speaker, ranked above the headphones in use) is asked
         // for forced, as `watch --apply` asks for it; the base target, when nothing ranks, is not.
         return choice.device == nil ? RouteRequest(target: choice.target) : choice
@@ -124,19 +134,18 @@ public enum Policy {
         let added = change.added.filter(\.route.isExternal)
         let removed = change.removed.filter(\.route.isExternal)
         // Which output the rules would pick without the override, before and after this change.
-        let wouldWin = ranked(change.previous, state, priority: preferences.priority, inCall: preferences.inCall).first
+        let wouldWin = ranked(change.previous, state, by: preferences).first
         state.connected.removeAll { key in removed.contains { $0.id == key } }
         for output in added.sorted(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) where !state.connected.contains(output.id) {
             state.connected.append(output.id)
         }
-        let winner = ranked(change.current, state, priority: preferences.priority, inCall: preferences.inCall).first
+        let winner = ranked(change.current, state, by: preferences).first
         let changesWinner = winner?.id != wouldWin?.id
 
         if let winner, changesWinner, change.added.contains(where: { $0.id == winner.id }) {
             // Rule 1 (and the priority list): a device that would win arrives; it becomes the route,
             // and the override goes.
-            decision.request = choice(change.current, state, defaultTarget: preferences.baseTarget, priority: preferences.priority,
-                                      inCall: preferences.inCall)
+            decision.request = choice(change.current, state, defaultTarget: preferences.baseTarget, by: preferences)
             decision.reason = .newDeviceAvailable
             if preferences.override != nil { decision.clearOverride = "'\(winner.id)' was connected" }
         } else if let gone = routeGone(change) ?? removed.first(where: { $0.id == wouldWin?.id }) {
@@ -153,7 +162,7 @@ public enum Policy {
             // effective target (the default, or the call's target in a call, once the override goes).
             if routeGone(change) != nil || clears || change.routeChanged {
                 let request = choice(change.current, state, defaultTarget: clears ? preferences.baseTarget : preferences.effectiveTarget,
-                                     priority: preferences.priority, inCall: preferences.inCall)
+                                     by: preferences)
                 decision.request = request
                 decision.muteFallback = muteOnFallback && request.target.isBuiltIn && routeGone(change)?.route.isExternal == true
                 decision.reason = .oldDeviceUnavailable
@@ -166,13 +175,12 @@ public enum Policy {
             decision.reason = .restored
         } else if change.added.isEmpty, change.removed.isEmpty, change.profileChanged.isEmpty, change.routeChanged,
                   let old = change.previous.output, let card = old.cardName, change.current.output?.cardName == card,
-                  recentlyRemoved.contains(where: { $0.hasPrefix(card + ":") }),
+                  recentlyRemoved.contains(where: { Output.id($0, isOn: card) }),
                   change.current.outputs.contains(where: { $0.id == old.id && $0.isAvailable }) {
             // The server moved the route to another port of its card a moment after a jack of that
             // card was pulled, the route's output still there (WirePlumber picks the best port left):
             // its reaction to the departure, not a user's pick. The route goes where the rules say.
-            decision.request = choice(change.current, state, defaultTarget: preferences.effectiveTarget, priority: preferences.priority,
-                                      inCall: preferences.inCall)
+            decision.request = choice(change.current, state, defaultTarget: preferences.effectiveTarget, by: preferences)
             decision.reason = .oldDeviceUnavailable
         } else if let old = change.previous.output, let card = old.cardName, change.profileChanged.contains(card),
                   change.current.output?.cardName != card, let target = RouteTarget(route: old.route),

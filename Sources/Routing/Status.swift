@@ -45,6 +45,10 @@ public struct Output: Equatable, Sendable {
     /// Still a device of this machine: available, not a headset disconnecting, and not on a card
     /// switched `off` (a headset PulseAudio is removing, or a card a user turned off).
     public var isConnected: Bool { isAvailable && !isLeaving && cardProfile != "off" }
+
+    /// Whether the output id `id` names an output of the card `card`: one of its ports
+    /// (`CARD:PORT`), or the card itself (a Bluetooth headset's).
+    public static func id(_ id: String, isOn card: String) -> Bool { id == card || id.hasPrefix(card + ":") }
 }
 
 /// The kind of an input, for listing: the built-in microphone, a headset's, a Bluetooth one, or other.

@@ -4,6 +4,18 @@ import Testing
 @Suite struct ClassifierTests {
     let laptopSink = "alsa_output.pci-0000_00_1f.3.analog-stereo"
 
+    /// Output ids name their card: a second card of the same kind is another card.
+    @Test func anOutputIdNamesItsCard() throws {
+        let status = Status(snapshot: try fixture("laptop"))
+        let speaker = try #require(status.outputs.first { $0.port == "analog-output-speaker" })
+        let card = try #require(speaker.cardName)
+        #expect(Output.id(speaker.id, isOn: card))
+        #expect(Output.id(card, isOn: card))
+        #expect(!Output.id(speaker.id, isOn: String(card.dropLast())))
+        #expect(!Output.id(card + "-2:analog-output-speaker", isOn: card))
+        #expect(!Output.id(laptopSink, isOn: card))
+    }
+
     @Test func laptopSpeakerWithHeadphoneJackEmpty() throws {
         let s = try fixture("laptop")
         let status = Status(snapshot: s)
