@@ -8,6 +8,8 @@ null sinks), runs each pair alternately with scripts/phases.c preloaded and prin
 its start until its libraries are loaded and relocated, then until it connects, the handshake (until
 its last message to the server), its last message until it leaves, and its leaving until its parent
 has reaped it. Needs gcc (make deps). The stamps cost both sides the same few microseconds.
+Then the server's own share of "to exit": how long it takes to answer each program's requests, sent
+together to a connection already warm (scripts/requests.c, medians of 1,000 rounds).
 """
 import argparse
 import os
@@ -66,6 +68,13 @@ def main():
             for i, cmd in enumerate(commands):
                 name = " ".join(["routectl"] + cmd[1:]) if i % 2 == 0 else " ".join(cmd)
                 print(f"{name:28}" + "".join(f"{statistics.median([r[k] for r in times[i]]):16.3f}" for k in range(len(PHASES))))
+            probe = os.path.join(top, "requests")
+            subprocess.check_call(["gcc", "-O2", "-o", probe, os.path.join(ROOT, "scripts/requests.c"), "-lpulse"])
+            env.pop("LD_PRELOAD")
+            print(f"the server's answer to each program's requests, sent together on a warm connection (median of 1000), ms")
+            for line in subprocess.check_output([probe, "1000"], env=env, text=True).splitlines():
+                name, median = line.split("\t")
+                print(f"{name:28}{float(median) / 1000:16.3f}")
         finally:
             subprocess.call([SERVER, "stop", directory], stdout=subprocess.DEVNULL)
 
