@@ -39,6 +39,10 @@ expect_eq "connect: the server's default is the headset's A2DP sink" "$(bt_sink 
 expect_match "connect: the card is in A2DP" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
 expect_eq "connect: query route" bluetooth "$(rc query route)"
 expect_match "devices: the headset is one output, its card" "^\* +bluetooth +yes +(yes|no|-) +$a_card +$a_name\$" "$(rc devices)"
+# A snapshot put together with pactl (its JSON has no card index on sinks): the same outputs.
+pactl -f json list 2>/dev/null | python3 -c 'import json, sys; d = json.load(sys.stdin); d["server"] = json.load(open(sys.argv[1])); json.dump(d, sys.stdout)' \
+	<(pactl -f json info) >"$dir/pactl-snapshot.json"
+expect_eq "devices from a pactl-built snapshot: as live" "$(rc devices)" "$(rc --snapshot "$dir/pactl-snapshot.json" devices)"
 expect_step "connect: the device and one route event, new-device-available" \
 	"device-added bluetooth $a_card \"$a_name\"" \
 	"route bluetooth (was headset) reason=new-device-available output=$a_card"

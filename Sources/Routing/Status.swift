@@ -249,7 +249,10 @@ extension Snapshot {
         for key in ["api.alsa.card", "alsa.card", "api.bluez5.address", "device.bus_path"] {
             if let value = properties[key], let c = cards.first(where: { $0.properties[key] == value }) { return c }
         }
-        return nil
+        // PulseAudio's Bluetooth sinks and sources carry their address in `device.string` only; their
+        // card is named by it.
+        guard let name = Status.bluetoothCardName(properties) else { return nil }
+        return cards.first { $0.name == name }
     }
 }
 

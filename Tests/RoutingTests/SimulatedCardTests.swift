@@ -20,6 +20,21 @@ import Testing
         }
     }
 
+    /// A snapshot put together from `pactl -f json list` and `pactl -f json info` has no card index on
+    /// its sinks and sources: each is matched to its card by its properties, and reads as the dump does
+    /// (ids, kinds, descriptions). PulseAudio's Bluetooth sinks carry their address in
+    /// `device.string` only.
+    @Test(arguments: servers)
+    func aSnapshotWithoutCardIndexesReadsAsTheDump(server: String) throws {
+        for kind in Self.expected.map(\.0) + ["all", "bluetooth-a2dp", "bluetooth-hfp"] {
+            let dump = try fixture("sim/\(server)-\(kind)")
+            var pactl = dump
+            for i in pactl.sinks.indices { pactl.sinks[i].card = nil }
+            for i in pactl.sources.indices { pactl.sources[i].card = nil }
+            #expect(Status(snapshot: pactl) == Status(snapshot: dump), "\(server)-\(kind)")
+        }
+    }
+
     @Test(arguments: servers)
     func theLaptopsSpeakerBehindTheHeadphones(server: String) throws {
         let s = try fixture("sim/\(server)-laptop-headphones")
