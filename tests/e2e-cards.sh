@@ -295,6 +295,30 @@ expect_eq "hidden speaker beside an available HDMI: the headphones keep the soun
 jack laptop headphone out
 wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
 
+echo "-- the monitor awake, plain watch alone: a jack plugged and pulled is one route event each; wait sees no step on the way"
+# WirePlumber passes through the HDMI output for a millisecond on each, before it switches the
+# laptop's port; PulseAudio goes straight. No watch --apply runs to explain anything.
+"$routectl" watch >"$dir/alone.txt" 2>"$dir/alone.err" &
+alone=$!
+wait_line "$dir/alone.txt" 1 "^route speaker reason=initial"
+jack laptop headphone in
+wait_for "the server on the headphones" server_is "$laptop analog-output-headphones"
+wait_line "$dir/alone.txt" 1 "^route headset" || true
+"$routectl" wait unknown --timeout 1.5 >"$dir/wait.out" &
+waiter=$!
+wait_for "wait connected" sh -c "[ \"\$(pactl list clients | grep -c 'application.id = \"io.github.routectl\"')\" -ge 2 ]"
+jack laptop headphone out
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+wait_line "$dir/alone.txt" 1 "^route speaker \(was" || true
+set +e; wait "$waiter"; wrc=$?; set -e
+expect_eq "wait unknown while the headphones are pulled: the route never stood on HDMI (timeout, exit 1)" "1 " "$wrc $(cat "$dir/wait.out")"
+quiet "$dir/alone.txt" || true
+kill "$alone"; wait "$alone" 2>/dev/null || true
+expect_eq "plain watch alone: one arrival, one departure" \
+	"route headset (was speaker) reason=new-device-available output=$phones_id
+route speaker (was headset) reason=old-device-unavailable output=$speaker_id" "$(lines "$dir/alone.txt" route | tail -n +2)"
+expect_eq "plain watch alone: nothing on stderr" "" "$(cat "$dir/alone.err")"
+
 # phone_tour KIND EARPIECE_PROFILE SPEAKER_PROFILE HEADPHONES_PROFILE: the phone's targets and its
 # headset jack under one profile naming, with both watchers running.
 phone_tour() {

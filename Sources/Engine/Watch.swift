@@ -196,6 +196,17 @@ public struct Watch {
             hold = nil
             guard reportRoute(reached, reason: held.reason) else { return false }
         }
+        if !apply, let held = hold, held.intent == nil, held.departed != nil || held.transient, change.routeChanged,
+           let now = change.current.output, now.id != held.target {
+            // The server's step on the way is over: it passed through an HDMI output (WirePlumber, on a
+            // jack of the laptop) or moved on to a device just plugged. One route event, now, from where
+            // the user was to where the route went: the arrival's reason, else the departure's.
+            let reason = Events.reason(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
+            if held.transient || reason == .newDeviceAvailable {
+                hold = nil
+                guard reportRoute(Status(snapshot: next), reason: reason == .newDeviceAvailable ? reason : held.reason) else { return false }
+            }
+        }
         if var held = hold {
             let arrived = held.isDone(next)
             held.note(arrived: arrived, at: clock)
@@ -606,7 +617,19 @@ public struct Watch {
 
     /// Reports the route now, unless a move is held (its event comes when it is done).
     mutating func reportOrHold(_ status: Status, reason: RouteChangeReason) -> Bool {
-        guard hold == nil else { return true }
+        guard hold == nil, !isReported(status) else { return true }
+        if !apply, reason == .oldDeviceUnavailable, let now = status.output, now.route == .unknown, now.isHardware,
+           reported.output.map({ $0.id != now.id }) ?? false,
+           Policy.mayNotSteal(now, ((try? preferences()) ?? Preferences()).priority) {
+            // The route fell back onto an unlisted HDMI output: WirePlumber passes through it for a
+            // millisecond before it switches the laptop's own port. Where the server stays there a
+            // moment, that is where the sound went; where it moves on, that is (above, in `handle`).
+            var held = RouteHold(target: now.id, reason: reason, deadline: clocks.monotonic() + RouteHold.departureWindow)
+            held.transient = true
+            held.note(arrived: true, at: clocks.monotonic())
+            hold = held
+            return true
+        }
         if reason == .routeConfigurationChange || reason == .noSuitableRoute, let left = reported.output, left.cardName != nil {
             // A server may move the default off a card's output a moment before it reports that
             // output gone (WirePlumber and a sleeping monitor): wait a moment before calling it a
@@ -658,10 +681,14 @@ public struct Watch {
 
     /// Prints a route event when the route differs from the one last printed.
     mutating func reportRoute(_ status: Status, reason: RouteChangeReason) -> Bool {
-        let was = reported
-        guard was.route != status.route || was.output?.id != status.output?.id || was.output?.sink != status.output?.sink
-            || was.output?.sinkIndex != status.output?.sinkIndex else { return true }
-        return emit(.route(route: status.route, previous: was.route, reason: reason, output: status.output))
+        guard !isReported(status) else { return true }
+        return emit(.route(route: status.route, previous: reported.route, reason: reason, output: status.output))
+    }
+
+    /// The route `status` shows is the one last printed: the same kind, output and sink.
+    func isReported(_ status: Status) -> Bool {
+        reported.route == status.route && reported.output?.id == status.output?.id && reported.output?.sink == status.output?.sink
+            && reported.output?.sinkIndex == status.output?.sinkIndex
     }
 
     /// A route change to the output routectl (`set`, `clear`, another `watch --apply`) announced it
@@ -781,15 +808,15 @@ public struct Watch {
 /// A route move whose route event waits until it is done: the route has reached its target (an
 /// output, or where a policy request leads) and the server has been quiet for a moment; or the
 /// deadline passed. Then one route event is printed, with the move's reason.
-struct RouteHold {
+public struct RouteHold {
     /// How long a move may take before its route event is printed anyway, in seconds.
     static let limit = 2.0
     /// How long the server must stay quiet once the target is reached, in seconds: WirePlumber's
     /// reactions to a profile switch come within a few milliseconds.
-    static let quiet = 0.06
+    public static let quiet = 0.06
     /// How long a route change that looks like another client's waits for the output it left to be
     /// reported gone, in seconds.
-    static let departureWindow = 0.3
+    public static let departureWindow = 0.3
     /// How long a finished command's own notifications may trail its end, in seconds.
     static let lag = 0.1
 
@@ -812,6 +839,9 @@ struct RouteHold {
     var doneSeenAt: Double?
     /// A fresh connection was asked whether this one missed the move (once per hold).
     var askedFresh = false
+    /// The route fell back onto an unlisted HDMI output the server may only pass through: held until
+    /// the server is quiet there, or reported where it moves on to.
+    var transient = false
 
     init(target: String? = nil, request: RouteRequest? = nil, reason: RouteChangeReason, preferredInput: String? = nil,
          deadline: Double) {

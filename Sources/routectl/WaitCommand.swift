@@ -1,3 +1,4 @@
+import Engine
 import Glibc
 import Pulse
 import Routing
@@ -13,8 +14,17 @@ enum WaitCommand {
         if let timeout { deadline = Clock.monotonicSeconds() + timeout }
         do {
             try connection.subscribe(timeout: options.timeout)
+            var changed = false
             while true {
-                let status = Status(snapshot: try connection.snapshot(timeout: options.timeout))
+                var status = Status(snapshot: try connection.snapshot(timeout: options.timeout))
+                if status.route == route, changed {
+                    // A server may pass through a route on its way to another (WirePlumber through an
+                    // HDMI output for a millisecond, on a jack of the laptop): the route counts once
+                    // the server has been quiet on it a moment, as `watch` reports it.
+                    let limit = min(RouteHold.departureWindow, deadline.map { max(0, $0 - Clock.monotonicSeconds()) } ?? .infinity)
+                    status = Status(snapshot: try connection.snapshotWhenQuiet(timeout: options.timeout, quiet: RouteHold.quiet, limit: limit))
+                    if connection.shouldStop { return .interrupted }
+                }
                 if status.route == route {
                     if options.json {
                         Console.out(JSON.object([("route", .string(route.rawValue))]).text + "\n")
@@ -28,6 +38,7 @@ enum WaitCommand {
                 guard try connection.waitForChanges(timeout: remaining) else {
                     return connection.shouldStop ? .interrupted : .failed
                 }
+                changed = true
             }
         } catch {
             throw ServerAccess.failure(error)

@@ -339,6 +339,41 @@ import Testing
         }
     }
 
+    /// WirePlumber, with an HDMI output present, passes through it for a millisecond when a jack of
+    /// the laptop is plugged or pulled, before it switches the laptop's port: plain watch reports the
+    /// one change the user made, at once, with its reason (not the transient, not 300 ms late as
+    /// another client's pick).
+    @Test func theServersPassThroughHDMIOnAJackIsNoRouteOfItsOwn() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        let speaker = try laptopAndHDMI().on
+        let plugged = speaker.jack(laptop, "analog-output-headphones", .available)
+        let phones = plugged.routed(to: laptop, port: "analog-output-headphones")
+        let pulled = phones.jack(laptop, "analog-output-headphones", .unavailable)
+        let cases: [(start: Snapshot, steps: [Snapshot], pass: Double, expected: [String])] = [
+            (speaker, [plugged, plugged.routed(to: hdmi), phones], 0.01, ["speaker initial", "headset (was speaker) new-device-available"]),
+            (phones, [pulled, pulled.routed(to: hdmi), pulled.routed(to: laptop, port: "analog-output-speaker")], 0.01,
+             ["headset initial", "speaker (was headset) old-device-unavailable"]),
+            // Where the server stays on HDMI, that is where the sound went.
+            (phones, [pulled, pulled.routed(to: hdmi)], 0.07, ["headset initial", "unknown (was headset) old-device-unavailable"]),
+        ]
+        for (n, c) in cases.enumerated() {
+            let clock = ManualClock()
+            let server = FakeServer(c.start)
+            server.clock = clock
+            server.script = c.steps.map { .change($0) } + [.pass(c.pass), .pass(1)]
+            var events: [Event] = []
+            var times: [Double] = []
+            var watch = Watch(server: server, store: FakeStore(), clocks: clock.clocks, apply: false, muteOnFallback: false, timeout: 1,
+                              snapshot: try server.snapshot(timeout: 1),
+                              sink: { events.append($0); times.append(clock.clocks.monotonic()); return true }, warn: { _ in })
+            try watch.run()
+            #expect(routes(events) == c.expected, "case \(n)")
+            if let last = events.indices.last(where: { events[$0].type == "route" }) {
+                #expect(times[last] - times[0] < 0.1, "case \(n): the route event at once, not after a hold: \(times)")
+            }
+        }
+    }
+
     /// PipeWire drops a card's sink a notification before it shows the card `off`, the server on HDMI
     /// meanwhile: one route event, with the departure's reason, in both watchers.
     @Test func aCardTurnedOffInTwoNotificationsIsOneDeparture() throws {
@@ -1054,6 +1089,14 @@ extension Snapshot {
         off.sinks.removeAll { $0.card == index }
         off.sources.removeAll { $0.card == index }
         return off
+    }
+
+    /// This snapshot with `sink` the default, on `port` when given (another client's or the server's pick).
+    func routed(to sink: String, port: String? = nil) -> Snapshot {
+        var s = self
+        s.server.defaultSinkName = sink
+        if let port, let i = s.sinks.firstIndex(where: { $0.name == sink }) { s.sinks[i].activePort = port }
+        return s
     }
 
     func jack(_ sink: String, _ port: String, _ availability: PortAvailability) -> Snapshot {
