@@ -180,7 +180,8 @@ enum Grammar {
               the override and leave the sound where it is (exit 0, with a note); --force switches anyway.
               With no output of the kind here the route falls back to the speaker, or stays on an external
               device in use (exit 3; recorded).
-              bluetooth and headset pick the most recently connected device unless --device names one.
+              bluetooth and headset keep the device of that kind in use, else pick the most recently
+              connected one, unless --device names one.
             """),
         CommandSpec(
             name: "clear", arguments: "", summary: "Drop the override and return to the default.",
