@@ -197,7 +197,7 @@ settle
 expect_eq "listed HDMI wakes: it takes the route (server)" "$hdmi hdmi-output-0" "$(server_route)"
 expect_step "listed HDMI wakes: one route event" "$hdmi_line" \
 	"route unknown (was speaker) reason=new-device-available output=$hdmi_id"
-expect_match "why: the priority list" "^rule +priority: listed in the priority list" "$(rc why | grep '^rule')"
+expect_match "why: the priority list, by entry" "^rule +priority: entry 1 of the priority list \('$hdmi_id'\)" "$(rc why | grep '^rule')"
 expect_match "why: the watcher keeps the rules" "watch --apply is running \(pid [0-9]+\)" "$(rc why)"
 rc set speaker --force >/dev/null
 expect_eq "why after set: rule override" override "$(rc --json why | json_get rule)"
@@ -211,6 +211,12 @@ expect_eq "set bluetooth: the headset (server)" "$(bt_sink "$a_addr")" "$(pactl 
 run_rc rc clear
 expect_eq "clear under a listed HDMI output: exit 0" 0 "$rc"
 expect_eq "clear under a listed HDMI output: it takes the sound (server)" "$hdmi hdmi-output-0" "$(server_route)"
+pactl set-default-sink "$(bt_sink "$a_addr")"
+wait_for "the headset the default" default_is "$(bt_sink "$a_addr")" || true
+expect_eq "why on the headset another client picked under a listed HDMI output: rule other, not the list nor rule 3" \
+	other "$(rc --json why | json_get rule)"
+run_rc rc clear
+expect_eq "clear: the listed HDMI output again (server)" "$hdmi hdmi-output-0" "$(server_route)"
 echo "-- a call under the listed HDMI output: the headset takes it (rule 8), and HDMI has the sound after it"
 run_rc rc call start
 expect_eq "call start beside a listed HDMI output: exit 0" 0 "$rc"

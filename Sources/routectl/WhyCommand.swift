@@ -95,36 +95,49 @@ enum WhyCommand {
                               return overflow ? nil : ms
                           })
         }
-        if output.route.isExternal {
-            if let rank = preferences.priority.firstIndex(where: { $0 == output.id || $0 == output.sink || $0 == output.route.rawValue }) {
+        // The priority list explains the output it ranks first, and no other: one listed lower, or an
+        // unlisted one, carrying the sound while the list's first is present was someone else's pick.
+        func entry(_ o: Output) -> Int? {
+            preferences.priority.firstIndex { $0 == o.id || $0 == o.sink || (o.route.isExternal && $0 == o.route.rawValue) }
+        }
+        var listFirst: Output?
+        if !preferences.priority.isEmpty, let first = Policy.ranked(status, PolicyState(status: status), priority: preferences.priority).first,
+           let rank = entry(first) {
+            if first.id == output.id {
                 return Answer(rule: "priority", explanation: "entry \(rank + 1) of the priority list ('\(preferences.priority[rank])')",
                               since: actedHere?.at)
             }
-            // Rule 1 explains the most recently connected device only; another one in use was chosen
-            // by someone else (a mixer, pactl), which routectl respects: rule 5, below. Without a
-            // watcher's decision, connection order is known only between devices that came with a sink
-            // of their own; headphones in a jack are a port of a sink that was there before.
+            listFirst = first
+        }
+        // Not applied yet ('priority set' moves nothing by itself) or overruled by another client.
+        let listNote = listFirst.map { "; the priority list ranks '\($0.id)' first ('routectl clear' applies it)" } ?? ""
+        if output.route.isExternal, listFirst == nil {
+            // Rule 3 explains the most recently connected device only; another one in use was chosen
+            // by someone else (a mixer, pactl), which routectl respects, below. Without a watcher's
+            // decision, connection order is known only between devices that came with a sink of their
+            // own; headphones in a jack are a port of a sink that was there before.
             let mostRecent = Policy.choice(status, PolicyState(status: status), defaultTarget: preferences.baseTarget).device
             let orderKnown = !status.outputs.contains { $0.sink != nil && $0.sink == output.sink && $0.id != output.id }
             if actedHere != nil || !orderKnown || mostRecent == nil || mostRecent == output.id {
-                return Answer(rule: "external-device", explanation: "an external device is connected; the most recently connected wins (rule 1)",
+                return Answer(rule: "external-device", explanation: "an external device is connected; the most recently connected wins (rule 3)",
                               since: actedHere?.at)
             }
-        }
-        if preferences.priority.contains(where: { $0 == output.id || $0 == output.sink }) {
-            return Answer(rule: "priority", explanation: "listed in the priority list", since: actedHere?.at)
         }
         if RouteTarget(route: output.route) == preferences.effectiveTarget {
             let layer = preferences.override == nil ? "the persistent default" : "the override"
             return Answer(rule: preferences.override == nil ? "default" : "override",
-                          explanation: "\(layer), \(preferences.effectiveTarget.rawValue)", since: actedHere?.at)
+                          explanation: "\(layer), \(preferences.effectiveTarget.rawValue)" + listNote, since: actedHere?.at)
         }
         if output.route == .speaker, !status.isAvailable(preferences.effectiveTarget.route) {
-            return Answer(rule: "fallback", explanation: "no \(preferences.effectiveTarget.route.rawValue) output here; the speaker stands in (rule 4)",
+            return Answer(rule: "fallback", explanation: "no \(preferences.effectiveTarget.route.rawValue) output here; the speaker stands in (rule 4)" + listNote,
                           since: actedHere?.at)
         }
-        return Answer(rule: "other", explanation: "not routectl's rules: another client (pavucontrol, pactl, an applet) or the server chose it; routectl respects that (rule 5)",
-                      since: actedHere?.at)
+        return other(actedHere)
+    }
+
+    static func other(_ actedHere: DecisionRecord?) -> Answer {
+        Answer(rule: "other", explanation: "not routectl's rules: another client (pavucontrol, pactl, an applet) or the server chose it; routectl respects that",
+               since: actedHere?.at)
     }
 
     /// What else on this machine moves the route: routectl's own watcher, WirePlumber's remembered
