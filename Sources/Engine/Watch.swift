@@ -196,15 +196,17 @@ public struct Watch {
             hold = nil
             guard reportRoute(reached, reason: held.reason) else { return false }
         }
-        if !apply, let held = hold, held.intent == nil, held.departed != nil || held.transient, change.routeChanged,
+        // The server's step on the way is over: it passed through an HDMI output (WirePlumber, on a jack
+        // of the laptop) or moved on to a device just plugged. One route event, after this change's
+        // device events, from where the user was to where the route went: the arrival's reason, else
+        // the departure's. (A move routectl announced is its command's, reported as such.)
+        var endedHold: RouteChangeReason?
+        if !apply, own == nil, let held = hold, held.intent == nil, held.departed != nil || held.transient, change.routeChanged,
            let now = change.current.output, now.id != held.target {
-            // The server's step on the way is over: it passed through an HDMI output (WirePlumber, on a
-            // jack of the laptop) or moved on to a device just plugged. One route event, now, from where
-            // the user was to where the route went: the arrival's reason, else the departure's.
-            let reason = Events.reason(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
+            let reason = Events.reason(change, own: nil, recentlyAdded: Set(recentlyAdded.keys))
             if held.transient || reason == .newDeviceAvailable {
                 hold = nil
-                guard reportRoute(Status(snapshot: next), reason: reason == .newDeviceAvailable ? reason : held.reason) else { return false }
+                endedHold = reason == .newDeviceAvailable ? reason : held.reason
             }
         }
         if var held = hold {
@@ -226,7 +228,7 @@ public struct Watch {
             hold = held
         }
         adoptIntent(next, reportNow: change.added.isEmpty && change.removed.isEmpty)
-        guard apply else { return follow(change, next, events, stealUndone: undone) }
+        guard apply else { return follow(change, next, events, stealUndone: undone, endedHold: endedHold) }
         let preferences = try preferences()
         // Devices back within the hold-down: flickers. The override stays and the route goes back
         // to where it was when they left.
@@ -440,7 +442,8 @@ public struct Watch {
     /// Plain `watch`: prints the change. While a `watch --apply` runs, a device change it will answer
     /// holds the route event until the route gets where the rules put it (predicted by the same
     /// rules), so that the server's own intermediate pick is not reported as a second route change.
-    mutating func follow(_ change: Change, _ next: Snapshot, _ events: [Event], stealUndone stolen: Output? = nil) -> Bool {
+    mutating func follow(_ change: Change, _ next: Snapshot, _ events: [Event], stealUndone stolen: Output? = nil,
+                         endedHold: RouteChangeReason? = nil) -> Bool {
         snapshot = next
         var reason: RouteChangeReason?
         for event in events {
@@ -480,6 +483,7 @@ public struct Watch {
             held.note(arrived: held.isDone(next), at: clocks.monotonic())
             hold = held
         }
+        if let endedHold { return reportRoute(change.current, reason: endedHold) }
         guard let reason = reason ?? hold?.reason else { return true }
         return reportOrHold(change.current, reason: reason)
     }

@@ -97,17 +97,21 @@ enum WhyCommand {
         }
         // The priority list explains the output it ranks first, and no other: one listed lower, or an
         // unlisted one, carrying the sound while the list's first is present was someone else's pick.
+        // Between devices of one entry (a kind) recency decides, which a watcher knows and this
+        // guess from sink numbers may not (rule 3, below); so does a decision the watcher recorded.
         func entry(_ o: Output) -> Int? {
             preferences.priority.firstIndex { $0 == o.id || $0 == o.sink || (o.route.isExternal && $0 == o.route.rawValue) }
         }
         var listFirst: Output?
         if !preferences.priority.isEmpty, let first = Policy.ranked(status, PolicyState(status: status), priority: preferences.priority).first,
-           let rank = entry(first) {
-            if first.id == output.id {
-                return Answer(rule: "priority", explanation: "entry \(rank + 1) of the priority list ('\(preferences.priority[rank])')",
+           let firstRank = entry(first) {
+            let rank = entry(output)
+            if first.id == output.id || (actedHere != nil && rank != nil) {
+                let shown = rank ?? firstRank
+                return Answer(rule: "priority", explanation: "entry \(shown + 1) of the priority list ('\(preferences.priority[shown])')",
                               since: actedHere?.at)
             }
-            listFirst = first
+            if rank != firstRank, actedHere == nil { listFirst = first }
         }
         // Not applied yet ('priority set' moves nothing by itself) or overruled by another client.
         let listNote = listFirst.map { "; the priority list ranks '\($0.id)' first ('routectl clear' applies it)" } ?? ""

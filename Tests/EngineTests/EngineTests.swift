@@ -355,6 +355,9 @@ import Testing
              ["headset initial", "speaker (was headset) old-device-unavailable"]),
             // Where the server stays on HDMI, that is where the sound went.
             (phones, [pulled, pulled.routed(to: hdmi)], 0.07, ["headset initial", "unknown (was headset) old-device-unavailable"]),
+            // A device plugged and made the route in one notification while a move off the speaker is
+            // held: its arrival, then the route event.
+            (speaker, [speaker.routed(to: hdmi), phones], 0.01, ["speaker initial", "headset (was speaker) new-device-available"]),
         ]
         for (n, c) in cases.enumerated() {
             let clock = ManualClock()
@@ -368,10 +371,33 @@ import Testing
                               sink: { events.append($0); times.append(clock.clocks.monotonic()); return true }, warn: { _ in })
             try watch.run()
             #expect(routes(events) == c.expected, "case \(n)")
+            #expect(events.map(\.type) == ["route", n == 0 || n == 3 ? "device-added" : "device-removed", "route"],
+                    "case \(n): the device event, then the route event")
             if let last = events.indices.last(where: { events[$0].type == "route" }) {
                 #expect(times[last] - times[0] < 0.1, "case \(n): the route event at once, not after a hold: \(times)")
             }
         }
+    }
+
+    /// A command (`set speaker`, say, from a script that reacts to `device-removed`) moves the route
+    /// while it stands on the HDMI output the server passed through: that move is the command's, with
+    /// its reason, after the fallback as it stood.
+    @Test func aCommandsMoveOutOfTheServersPassThroughHDMIKeepsItsReason() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        let phones = try laptopAndHDMI().on.jack(laptop, "analog-output-headphones", .available)
+            .routed(to: laptop, port: "analog-output-headphones")
+        let pulled = phones.jack(laptop, "analog-output-headphones", .unavailable)
+        let speaker = pulled.routed(to: laptop, port: "analog-output-speaker")
+        let speakerID = try #require(Status(snapshot: speaker).output?.id)
+        let clock = ManualClock()
+        let store = FakeStore()
+        let at = clock.clocks.wallMilliseconds()
+        let server = FakeServer(phones)
+        server.clock = clock
+        server.script = [.change(pulled), .change(pulled.routed(to: hdmi)), begins(store, speakerID, at: at), .change(speaker),
+                         ends(store, speakerID, at: at), .pass(0.01), .pass(1)]
+        let events = try run(server, store, apply: false, clock: clock)
+        #expect(routes(events) == ["headset initial", "unknown (was headset) old-device-unavailable", "speaker (was unknown) override"])
     }
 
     /// PipeWire drops a card's sink a notification before it shows the card `off`, the server on HDMI
