@@ -294,4 +294,20 @@ expect_eq "why on headphones plugged after a device: rule external-device" exter
 jack laptop headphone out
 unplug why-bluetooth
 
+echo "-- why trusts the watcher between devices of one list entry: headphones plugged after a headset sink"
+# Sink numbers say the headset sink came last; watch --apply saw the headphones come after it.
+rc priority set headset >/dev/null
+plug headset why-usb
+start_watchers
+jack laptop headphone in
+wait_line "$apply" 1 "^route headset .*output=alsa_card.sim-laptop:analog-output-headphones" || true
+settle
+expect_eq "list [headset], headphones after a headset sink: watch --apply picks the headphones (server)" \
+	"$laptop analog-output-headphones" "$(server_route)"
+expect_eq "why: the list's entry, as the watcher decided" priority "$(rc --json why | json_get rule)"
+stop_watchers
+jack laptop headphone out
+unplug why-usb
+rc priority clear >/dev/null
+
 summary
