@@ -611,7 +611,9 @@ public struct Watch {
         if let card = held.departedCard, held.reason == .categoryChange {
             // A profile flip of the card the route left brings the route back to that card.
             guard Status(snapshot: current).output?.cardName != card else { return false }
-        } else if held.isDone(current) {
+        } else if held.isDone(current), !(held.transient && current.server.isPipeWire) {
+            // (A fallback onto HDMI is asked about on PipeWire even where it stands: the move on to the
+            // speaker may be the very default change this connection missed.)
             return false
         }
         held.askedFresh = true

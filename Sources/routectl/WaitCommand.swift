@@ -24,6 +24,11 @@ enum WaitCommand {
                     let limit = min(RouteHold.departureWindow, deadline.map { max(0, $0 - Clock.monotonicSeconds()) } ?? .infinity)
                     status = Status(snapshot: try connection.snapshotWhenQuiet(timeout: options.timeout, quiet: RouteHold.quiet, limit: limit))
                     if connection.shouldStop { return .interrupted }
+                    // pipewire-pulse may not have passed the move on to this connection (a client
+                    // connecting at that moment): a fresh one is asked before the route counts.
+                    if status.route == route, status.server.isPipeWire, try connection.refreshStaleDefaults(timeout: options.timeout) {
+                        continue
+                    }
                 }
                 if status.route == route {
                     if options.json {

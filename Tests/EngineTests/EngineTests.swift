@@ -379,6 +379,25 @@ import Testing
         }
     }
 
+    /// pipewire-pulse may not pass the move on from HDMI to the speaker to this connection (a client
+    /// connecting at that moment, issue 15): before the fallback onto HDMI is reported, a fresh
+    /// connection is asked, and the one move is reported where it went.
+    @Test func aMissedMoveOnFromTheServersPassThroughHDMIIsAskedAbout() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        var on = try laptopAndHDMI().on
+        on.server.name = "PulseAudio (on PipeWire 0.3.65)"
+        let phones = on.jack(laptop, "analog-output-headphones", .available).routed(to: laptop, port: "analog-output-headphones")
+        let pulled = phones.jack(laptop, "analog-output-headphones", .unavailable)
+        let clock = ManualClock()
+        let server = FakeServer(phones)
+        server.clock = clock
+        server.script = [.change(pulled), .change(pulled.routed(to: hdmi)),
+                         .change(pulled.routed(to: laptop, port: "analog-output-speaker"), defaultSeen: false), .pass(0.07), .pass(1)]
+        let events = try run(server, FakeStore(), apply: false, clock: clock)
+        #expect(server.refreshes == 1)
+        #expect(routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable"])
+    }
+
     /// A command (`set speaker`, say, from a script that reacts to `device-removed`) moves the route
     /// while it stands on the HDMI output the server passed through: that move is the command's, with
     /// its reason, after the fallback as it stood.
