@@ -267,7 +267,9 @@ enum Grammar {
             words: Route.allCases.map(\.rawValue),
             details: """
               <route> is speaker, receiver, bluetooth, headset or unknown. Exit 1 when --timeout SECONDS
-              (given after 'wait') passes first; without it, wait as long as it takes.
+              (given after 'wait') passes first; without it, wait as long as it takes. A route reached
+              after a change counts once the server has been quiet on it for 60 ms: one the server only
+              passes through on its way to another does not.
             """),
         CommandSpec(
             name: "devices", arguments: "", summary: "List outputs and inputs: kind, availability, which is active.",
