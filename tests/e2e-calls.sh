@@ -350,4 +350,48 @@ expect_eq "laptop with no receiver: says so" "routectl: note: no receiver here; 
 expect_eq "laptop with no receiver: the speaker (server)" analog-output-speaker "$(port_now)"
 rc call end >/dev/null
 
+# The server remembers the profile routectl set for the call (pipewire-pulse saves every profile set
+# through it) and gives it back when the headset returns: HFP with no call.
+echo "-- laptop: a headset that left during the call gets A2DP back when it returns (HFP for the call only)"
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
+start_watchers
+rc call start >/dev/null
+expect_match "headset left in the call: HFP for it first (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+disconnect "$a_addr"
+wait_line "$apply" 1 "^route speaker" || true
+run_rc rc call end
+expect_eq "headset left in the call: call end exit 0" 0 "$rc"
+expect_eq "headset left in the call: call end says nothing on stderr" "" "$err"
+expect_eq "headset left in the call: its profile from before the call is owed (profiles.json)" "$a_card $a2dp" \
+	"$(python3 -c 'import json, sys; print(*(c["card"] + " " + c["profile"] for c in json.load(sys.stdin)["cards"]))' \
+		<"$XDG_RUNTIME_DIR/routectl/profiles.json" | sed 's/-sbc$//')"
+settle
+mark
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 1 "^route bluetooth" || true
+wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
+settle
+expect_match "headset back after the call: A2DP (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+expect_eq "headset back after the call: route bluetooth" bluetooth "$(rc query route)"
+expect_step "headset back after the call: one route event" \
+	"device-added bluetooth $a_card \"$a_name\"" \
+	"route bluetooth (was speaker) reason=new-device-available output=$a_card"
+expect_eq "headset back after the call: nothing owed any more" no \
+	"$([ -e "$XDG_RUNTIME_DIR/routectl/profiles.json" ] && echo yes || echo no)"
+stop_watchers
+echo "-- laptop, no watcher: the headset left the call and came back; the next call still ends in A2DP"
+rc call start >/dev/null
+disconnect "$a_addr"
+rc call end >/dev/null
+connect "$a_addr" "$a_name" a2dp+hfp
+run_rc rc call start
+expect_eq "the next call: call start exit 0" 0 "$rc"
+expect_match "the next call: HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+run_rc rc call end
+expect_eq "the next call: call end exit 0" 0 "$rc"
+wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
+expect_match "the next call ends in A2DP (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+disconnect "$a_addr"
+
 summary

@@ -39,10 +39,15 @@ public struct CallMode {
         } else {
             let saved: OverrideRecord?
             do { saved = try store.overrideRecord() } catch { throw .state(error) }
+            // A card an earlier call still owes its profile (it left during that call, and the server
+            // gave it back the call's when it returned) had that one before the call, as far as this
+            // call is concerned: its end puts that back.
+            let owed = store.owedProfiles()
             // Not applied yet: watchers wait for the route before they report the call.
             record = CallRecord(startedAt: clocks.wallMilliseconds(), speaker: speaker,
                                 profiles: before.cards.compactMap { card in
-                                    card.activeProfile.map { CallRecord.CardProfile(card: card.name, profile: $0) }
+                                    (owed.first { $0.card == card.name }?.profile ?? card.activeProfile)
+                                        .map { CallRecord.CardProfile(card: card.name, profile: $0) }
                                 },
                                 output: status.output?.id, defaultSink: before.server.defaultSinkName,
                                 defaultSource: before.server.defaultSourceName, micMuted: before.defaultSource?.mute,
@@ -55,6 +60,10 @@ public struct CallMode {
             if existing == nil, record.override != nil { try store.replaceOverride(nil) }
         } catch {
             throw .state(error)
+        }
+        if existing == nil {
+            // What this call's record now owes the cards here, it no longer owes apart.
+            store.updateOwedProfiles { $0.filter { owed in !record.profiles.contains { $0.card == owed.card } } }
         }
         let preferences: Preferences
         do { preferences = try store.preferences() } catch { throw .state(error) }
@@ -166,34 +175,32 @@ public struct CallMode {
            let source = snapshot.sources.first(where: { $0.name == name }), source.mute != muted {
             snapshot = try setMute(of: name, to: muted, timeout: timeout)
         }
-        var restore = record.profiles.compactMap { saved -> Action? in
+        // What the call found, and what earlier calls still owe cards its record does not name (one that
+        // came back during this call, or one the watcher switched to HFP as it joined the call).
+        let owedBefore = store.owedProfiles()
+        let profiles = record.profiles + owedBefore.filter { owed in !record.profiles.contains { $0.card == owed.card } }
+        var restore = profiles.compactMap { saved -> Action? in
             guard let card = snapshot.cards.first(where: { $0.name == saved.card }), card.activeProfile != saved.profile,
                   card.profiles.contains(where: { $0.name == saved.profile && $0.available }) else { return nil }
             return .setCardProfile(card: saved.card, profile: saved.profile)
         }
         // A Bluetooth headset that connected during the call went to HFP for it: back to its best
         // other profile (A2DP), as rule 8 says ("for the call only").
-        for card in snapshot.cards where !record.profiles.contains(where: { $0.card == card.name }) {
+        for card in snapshot.cards where !profiles.contains(where: { $0.card == card.name }) {
             guard let active = card.activeProfile, Planner.isBluetoothHeadsetProfile(active),
                   let music = card.profiles.filter({ $0.available && $0.sinks > 0 && !Planner.isBluetoothHeadsetProfile($0.name) })
                       .max(by: { $0.priority < $1.priority }) else { continue }
             restore.append(.setCardProfile(card: card.name, profile: music.name))
         }
-        do {
-            if !restore.isEmpty {
-                snapshot = try server.apply(restore, timeout: max(timeout, RouteApplier.settleSeconds)) { s in
-                    restore.allSatisfy { action in
-                        guard case let .setCardProfile(card, profile) = action else { return true }
-                        return s.cards.first { $0.name == card }?.activeProfile == profile
-                    }
-                }
-                if snapshot.server.isPipeWire {
-                    // WirePlumber restores the card's routes for the profile just after the switch.
-                    snapshot = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.05, limit: 1)
-                }
+        let applier = RouteApplier(server: server, store: store, clocks: clocks)
+        if !restore.isEmpty { snapshot = try applier.switchProfiles(restore, timeout: timeout) }
+        // A card that left during the call cannot be put back now; it is owed its profile from before
+        // the call (`watch --apply` pays it when the card returns, the next `call start` records it).
+        let away = profiles.filter { saved in !snapshot.cards.contains { $0.name == saved.card } }
+        if away != owedBefore {
+            store.updateOwedProfiles { current in
+                away + current.filter { owed in !profiles.contains { $0.card == owed.card } }
             }
-        } catch {
-            throw .server(error)
         }
         let status = Status(snapshot: snapshot)
         let override = Self.restoredOverride(record, status)
@@ -207,7 +214,6 @@ public struct CallMode {
         // call.json goes last, once everything is back: a failure on the way leaves it for another `call end`.
         preferences.callTarget = nil
         let request = Self.request(record, status, preferences)
-        let applier = RouteApplier(server: server, store: store, clocks: clocks)
         // The profiles are as they were before the call: a card that was off stays off.
         var result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: snapshot,
                                        reason: .call, keepCardsOff: true)

@@ -23,6 +23,11 @@ public protocol PreferenceStore: AnyObject {
     func callRecord() throws -> CallRecord?
     func saveCall(_ record: CallRecord) throws
     func removeCall() throws
+    /// The profiles owed to cards that left during a call (rule 8: HFP for the call only), one per
+    /// card: the profile each had before the call, put back when it returns. Advisory.
+    func owedProfiles() -> [CallRecord.CardProfile]
+    /// Changes them under their lock, read fresh (advisory: failures are ignored).
+    func updateOwedProfiles(_ change: ([CallRecord.CardProfile]) -> [CallRecord.CardProfile])
     /// Replaces the stored override (nil removes it): a call sets it aside and puts it back.
     func replaceOverride(_ record: OverrideRecord?) throws
     /// Records what `watch --apply` last did, for `why` (advisory: failures are ignored).

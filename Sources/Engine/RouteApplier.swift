@@ -62,6 +62,11 @@ public struct RouteApplier {
         let context = PlanContext(preferredInput: preferredInput, inCall: inCall, before: status?.output,
                                   previousDefaultSink: snapshot.server.defaultSinkName, claimDefault: claimDefault,
                                   keepCardsOff: keepCardsOff)
+        let first = snapshot
+        func done(_ plan: Plan) -> Result {
+            if inCall, let store { Self.oweProfiles(switchedFrom: first, to: snapshot, store) }
+            return Result(snapshot: snapshot, plan: plan)
+        }
         var overruled = false
         for _ in 0..<4 {
             let plan: Plan
@@ -77,7 +82,7 @@ public struct RouteApplier {
                 }
                 continue
             }
-            guard !plan.actions.isEmpty else { return Result(snapshot: snapshot, plan: plan) }
+            guard !plan.actions.isEmpty else { return done(plan) }
             if let output = plan.output, announced?.output != output.id {
                 announced = RouteIntent(output: output.id, reason: reason, at: clocks.wallMilliseconds())
                 store?.saveIntent(announced!)
@@ -99,7 +104,7 @@ public struct RouteApplier {
                     }
                 }
                 if !plan.needsReplan {
-                    guard !overruled, Self.portOverruled(snapshot, plan, before: portBefore) else { return Result(snapshot: snapshot, plan: plan) }
+                    guard !overruled, Self.portOverruled(snapshot, plan, before: portBefore) else { return done(plan) }
                     // The planned sink is the default but shows a third port: the server chose one after
                     // routectl did, answering the same event (WirePlumber selecting the best port left
                     // when a jack is pulled). Once it is quiet, the plan is made and carried out once more.
@@ -118,6 +123,41 @@ public struct RouteApplier {
             }
         }
         throw .profileSwitch(request.target.route)
+    }
+
+    /// Switches card profiles (`setCardProfile` actions) and returns the snapshot once the server shows
+    /// every one, and on PipeWire once WirePlumber has restored the cards' routes after them.
+    public func switchProfiles(_ switches: [Action], timeout: Double) throws(EngineError) -> Snapshot {
+        do {
+            var snapshot = try server.apply(switches, timeout: max(timeout, Self.settleSeconds)) { s in
+                switches.allSatisfy { action in
+                    guard case let .setCardProfile(card, profile) = action else { return true }
+                    return s.cards.first { $0.name == card }?.activeProfile == profile
+                }
+            }
+            if snapshot.server.isPipeWire {
+                snapshot = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.05, limit: 1)
+            }
+            return snapshot
+        } catch {
+            throw .server(error)
+        }
+    }
+
+    /// A card the call's record does not name that a move in the call switched to another profile (a
+    /// headset that joined the call, put in HFP for it) is owed its profile from before: `call end`
+    /// puts it back, or `watch --apply` when the card returns, if it left meanwhile (rule 8).
+    static func oweProfiles(switchedFrom before: Snapshot, to after: Snapshot, _ store: any PreferenceStore) {
+        let switched = before.cards.compactMap { card -> CallRecord.CardProfile? in
+            guard let profile = card.activeProfile, let now = after.cards.first(where: { $0.name == card.name }),
+                  now.activeProfile != profile else { return nil }
+            return CallRecord.CardProfile(card: card.name, profile: profile)
+        }
+        guard !switched.isEmpty, let record = try? store.callRecord() else { return }
+        let owed = switched.filter { card in !record.profiles.contains { $0.card == card.card } }
+        guard !owed.isEmpty else { return }
+        // The first profile owed is the one from before the call.
+        store.updateOwedProfiles { current in current + owed.filter { card in !current.contains { $0.card == card.card } } }
     }
 
     /// The server shows the plan carried out: after a profile switch, the sink it brought

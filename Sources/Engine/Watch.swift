@@ -103,7 +103,19 @@ public struct Watch {
     /// Prints the initial route, then follows the server until asked to stop or the sink fails.
     /// Throws only for routectl's own state (the front end exits 5).
     public mutating func run() throws(EngineError) {
+        if apply {
+            // A card owed its profile that came back while no policy ran gets it now.
+            do {
+                if let paid = try payOwedProfiles(snapshot, arrived: nil) {
+                    snapshot = paid
+                    policy = PolicyState(status: Status(snapshot: paid))
+                }
+            } catch {
+                warn("\(error)")
+            }
+        }
         let status = Status(snapshot: snapshot)
+        reported = (status.route, status.output)
         guard emit(.route(route: status.route, previous: nil, reason: .initial, output: status.output)) else { return }
         guard reportCall() else { return }
         if apply { clearStaleOverride(status) }
@@ -178,6 +190,13 @@ public struct Watch {
             // snapshot before it: nothing is lost or said twice, the move is one route event, and
             // the rules (watch --apply) decide on where the server ended, not on a step on the way.
             return true
+        }
+        var change = change, next = next
+        if apply, let paid = try payOwedProfiles(next, arrived: Set(next.cards.map(\.name)).subtracting(snapshot.cards.map(\.name))) {
+            // The card arrived in the call's profile and is back in its own: one arrival, as if it came so.
+            next = paid
+            change = Change(previous: snapshot, current: paid)
+            intentThisChange = .some(store.loadIntent())
         }
         let clock = clocks.monotonic()
         recentlyAdded = recentlyAdded.filter { clock - $0.value < 1 }
@@ -355,6 +374,37 @@ public struct Watch {
         }
         snapshot = after
         return true
+    }
+
+    /// Rule 8's "for the call only" for a card that left during a call (`owedProfiles`): outside a
+    /// call, a card owed its profile from before the call gets it back as it arrives (`arrived`, by
+    /// name; nil: every card here, at the start), since the server gave it back the call's. An entry is
+    /// settled once its card is seen outside a call, paid or not. Returns the snapshot after the
+    /// switch, or nil when there was none to make.
+    func payOwedProfiles(_ snapshot: Snapshot, arrived: Set<String>?) throws(EngineError) -> Snapshot? {
+        guard arrived.map({ !$0.isEmpty }) ?? true else { return nil }
+        let owed = store.owedProfiles()
+        guard !owed.isEmpty, (try? store.callRecord()) ?? nil == nil else { return nil }
+        var settled: [String] = [], switches: [Action] = []
+        for entry in owed {
+            guard arrived?.contains(entry.card) ?? true, let card = snapshot.cards.first(where: { $0.name == entry.card }) else { continue }
+            settled.append(card.name)
+            if card.activeProfile != entry.profile, card.profiles.contains(where: { $0.name == entry.profile && $0.available }) {
+                switches.append(.setCardProfile(card: card.name, profile: entry.profile))
+            }
+        }
+        guard !settled.isEmpty else { return nil }
+        store.updateOwedProfiles { $0.filter { !settled.contains($0.card) } }
+        guard case let .setCardProfile(first, _)? = switches.first else { return nil }
+        // Plain watch holds its route event for the switch, as for any of routectl's own moves.
+        let output = Status(snapshot: snapshot).outputs.first { $0.cardName == first }?.id ?? first
+        var intent = RouteIntent(output: output, reason: .newDeviceAvailable, at: clocks.wallMilliseconds())
+        store.saveIntent(intent)
+        defer {
+            intent.done = true
+            store.saveIntent(intent)
+        }
+        return try applier.switchProfiles(switches, timeout: timeout)
     }
 
     /// The change to decide on when `change` reports gone the output the server just moved the route

@@ -160,6 +160,29 @@ public struct StateStore: Sendable {
         return call
     }
 
+    // MARK: Profiles owed
+
+    /// `profiles.json`: the profile each card that left during a call had before it (rule 8). `call
+    /// end` cannot put back a card that is gone, and the server gives it the call's profile when it
+    /// returns (pipewire-pulse saves every profile set through it). Advisory, like the intent: an
+    /// unreadable one owes nothing, and is replaced.
+    public var owedProfiles: StateFile<OwedProfiles>? { runtimeFile("profiles.json") }
+
+    public func loadOwedProfiles() -> [CallRecord.CardProfile] {
+        ((try? owedProfiles?.load()) ?? nil)?.cards ?? []
+    }
+
+    /// Changes the owed profiles under the file's lock, read fresh (`call end` adds while a watcher
+    /// pays); none left removes the file.
+    public func updateOwedProfiles(_ change: ([CallRecord.CardProfile]) -> [CallRecord.CardProfile]) throws(StateError) {
+        guard let file = owedProfiles else { return }
+        try file.withLock { () throws(StateError) in
+            let cards = change(((try? file.load()) ?? nil)?.cards ?? [])
+            guard !cards.isEmpty else { return try file.remove() }
+            try saveAdvisory(OwedProfiles(cards: cards), in: file)
+        }
+    }
+
     // MARK: The watcher's last decision
 
     /// `decision.json`: advisory, like the intent (an unreadable one is no decision, and is replaced).
@@ -264,16 +287,7 @@ extension CallRecord: StateRecord {
 
     public init(fields: Fields) throws(FieldError) {
         guard let startedAt = try fields.optionalInt("started_at") else { throw FieldError(key: "started_at", problem: "missing") }
-        var profiles: [CardProfile] = []
-        if let list = fields.json["profiles"], !list.isNull {
-            guard let items = list.arrayValue else { throw FieldError(key: "profiles", problem: "expected an array") }
-            for (i, item) in items.enumerated() {
-                guard let card = item["card"]?.stringValue, let profile = item["profile"]?.stringValue else {
-                    throw FieldError(key: "profiles[\(i)]", problem: "expected {\"card\": ..., \"profile\": ...}")
-                }
-                profiles.append(CardProfile(card: card, profile: profile))
-            }
-        }
+        let profiles = try CardProfile.list(fields, "profiles")
         var override: OverrideRecord?
         if let saved = fields.json["override"], !saved.isNull {
             guard saved.objectValue != nil else { throw FieldError(key: "override", problem: "expected an object") }
@@ -292,11 +306,31 @@ extension CallRecord: StateRecord {
     public var fields: [(String, JSON)] {
         func optional(_ s: String?) -> JSON { s.map(JSON.string) ?? .null }
         return [("started_at", .int(startedAt)), ("speaker", .bool(speaker)),
-                ("profiles", .array(profiles.map { .object([("card", .string($0.card)), ("profile", .string($0.profile))]) })),
+                ("profiles", CardProfile.json(profiles)),
                 ("output", optional(output)), ("default_sink", optional(defaultSink)), ("default_source", optional(defaultSource)),
                 ("mic_muted", micMuted.map(JSON.bool) ?? .null), ("call_source", optional(callSource)),
                 ("call_source_muted", callSourceMuted.map(JSON.bool) ?? .null), ("override", override.map { .object($0.fields) } ?? .null),
                 ("externals", .array(externals.map(JSON.string))), ("applied", .bool(applied))]
+    }
+}
+
+extension CallRecord.CardProfile {
+    /// A list of `{"card": ..., "profile": ...}` under `key` (none when absent or null).
+    static func list(_ fields: Fields, _ key: String) throws(FieldError) -> [Self] {
+        guard let list = fields.json[key], !list.isNull else { return [] }
+        guard let items = list.arrayValue else { throw FieldError(key: key, problem: "expected an array") }
+        var profiles: [Self] = []
+        for (i, item) in items.enumerated() {
+            guard let card = item["card"]?.stringValue, let profile = item["profile"]?.stringValue else {
+                throw FieldError(key: "\(key)[\(i)]", problem: "expected {\"card\": ..., \"profile\": ...}")
+            }
+            profiles.append(Self(card: card, profile: profile))
+        }
+        return profiles
+    }
+
+    static func json(_ profiles: [Self]) -> JSON {
+        .array(profiles.map { .object([("card", .string($0.card)), ("profile", .string($0.profile))]) })
     }
 }
 
@@ -314,6 +348,20 @@ extension DecisionRecord: StateRecord {
         [("reason", .string(reason.rawValue)), ("cause", cause.map(JSON.string) ?? .null),
          ("output", output.map(JSON.string) ?? .null), ("at", .int(at))]
     }
+}
+
+/// The profiles owed to cards that left during a call (`profiles.json`), one per card.
+public struct OwedProfiles: StateRecord {
+    public static let fileKind = "profiles"
+    public var cards: [CallRecord.CardProfile]
+
+    init(cards: [CallRecord.CardProfile]) { self.cards = cards }
+
+    public init(fields: Fields) throws(FieldError) {
+        cards = try CallRecord.CardProfile.list(fields, "cards")
+    }
+
+    public var fields: [(String, JSON)] { [("cards", CallRecord.CardProfile.json(cards))] }
 }
 
 /// What `--mute-on-fallback` muted, so that only it is unmuted later.

@@ -27,6 +27,12 @@ final class StatePreferences: PreferenceStore {
 
     func removeCall() throws { try store.removeCall() }
 
+    func owedProfiles() -> [CallRecord.CardProfile] { store.loadOwedProfiles() }
+
+    func updateOwedProfiles(_ change: ([CallRecord.CardProfile]) -> [CallRecord.CardProfile]) {
+        try? store.updateOwedProfiles(change)
+    }
+
     func replaceOverride(_ record: OverrideRecord?) throws {
         if let record { try store.saveOverride(record) } else { try store.removeOverride() }
     }

@@ -134,6 +134,60 @@ import Testing
         #expect(ended.status.route == .bluetooth)
     }
 
+    /// The server gives a headset back the profile last set through it (pipewire-pulse saves every
+    /// one): a headset that left during the call returns in HFP. Call end owes it A2DP; the next call
+    /// records A2DP as its profile before the call, and ends there.
+    @Test func aHeadsetThatLeftDuringTheCallIsOwedItsA2DP() throws {
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let server = FakeServer(a2dp)
+        server.profiles["\(headset)/handsfree_head_unit"] = hfp
+        server.profiles["\(headset)/a2dp_sink"] = a2dp
+        let store = FakeStore()
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        _ = try mode.start(speaker: false, timeout: 1)
+        #expect(store.owed.isEmpty, "the call's record names the headset")
+        server.current = server.current.without([headset]).defaulting("alsa_output.sim-laptop.analog-stereo")
+        _ = try mode.end(timeout: 1)
+        #expect(store.owed == [CallRecord.CardProfile(card: headset, profile: "a2dp_sink")])
+        server.current = hfp
+        _ = try mode.start(speaker: false, timeout: 1)
+        #expect(store.call?.profiles.first { $0.card == headset }?.profile == "a2dp_sink")
+        #expect(store.owed.isEmpty, "the new call's record holds it now")
+        server.applied = []
+        _ = try mode.end(timeout: 1)
+        #expect(server.applied.first == [.setCardProfile(card: headset, profile: "a2dp_sink")])
+        #expect(server.current.cards.first { $0.name == headset }?.activeProfile == "a2dp_sink")
+    }
+
+    /// A headset that joined the call was put in HFP by the move that gave it the call (the watcher's):
+    /// it is owed the profile it came with, paid at call end while it is there, owed on if it left.
+    @Test func aHeadsetThatJoinedTheCallIsOwedTheProfileItCameWith() throws {
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
+        for leaves in [false, true] {
+            let server = FakeServer(a2dp.without([headset]).defaulting("alsa_output.sim-laptop.analog-stereo"))
+            server.profiles["\(headset)/handsfree_head_unit"] = hfp
+            server.profiles["\(headset)/a2dp_sink"] = a2dp
+            let store = FakeStore()
+            let clocks = ManualClock().clocks
+            let mode = CallMode(server: server, store: store, clocks: clocks)
+            _ = try mode.start(speaker: false, timeout: 1)
+            server.current = a2dp
+            let output = try #require(Status(snapshot: a2dp).outputs.first { $0.route == .bluetooth })
+            let joined = try RouteApplier(server: server, store: store, clocks: clocks)
+                .route(.output(output), preferredInput: nil, timeout: 1, inCall: true)
+            #expect(joined.snapshot.cards.first { $0.name == headset }?.activeProfile == "handsfree_head_unit")
+            #expect(store.owed == [CallRecord.CardProfile(card: headset, profile: "a2dp_sink")])
+            if leaves { server.current = server.current.without([headset]).defaulting("alsa_output.sim-laptop.analog-stereo") }
+            _ = try mode.end(timeout: 1)
+            if leaves {
+                #expect(store.owed == [CallRecord.CardProfile(card: headset, profile: "a2dp_sink")])
+            } else {
+                #expect(server.current.cards.first { $0.name == headset }?.activeProfile == "a2dp_sink")
+                #expect(store.owed.isEmpty)
+            }
+        }
+    }
+
     /// `set speaker` under the headset only recorded the override (rule 2): call end gives the sound
     /// back to the headset it was on, with the override recorded as before, not forced to the speaker.
     @Test func anOverrideTheHeadsetOverruledStaysOnlyRecordedAfterTheCall() throws {

@@ -1082,6 +1082,44 @@ import Testing
         }
     }
 
+    /// A headset owed A2DP (it left during a call) that the server brings back in HFP with no call gets
+    /// A2DP back as it arrives, from `watch --apply` alone: one arrival. In a call it keeps HFP and
+    /// stays owed; at the start of `watch --apply`, one already here is paid before the first line.
+    @Test func aHeadsetOwedItsProfileGetsItBackAsItArrives() throws {
+        let headset = "bluez_card.00_11_22_33_44_55"
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let away = a2dp.without([headset]).defaulting("alsa_output.sim-laptop.analog-stereo")
+        let owed = [CallRecord.CardProfile(card: headset, profile: "a2dp_sink")]
+        for (apply, inCall) in [(false, false), (true, false), (true, true)] {
+            let server = FakeServer(away)
+            server.profiles["\(headset)/a2dp_sink"] = a2dp
+            server.script = [.change(hfp)]
+            let store = FakeStore()
+            store.owed = owed
+            if inCall { store.call = CallRecord(startedAt: 0, speaker: false) }
+            let events = try WatchTests().run(server, store, apply: apply)
+            let paid = apply && !inCall
+            let switches = server.applied.joined().filter { if case .setCardProfile = $0 { true } else { false } }
+            #expect(switches == (paid ? [.setCardProfile(card: headset, profile: "a2dp_sink")] : []), "apply: \(apply), in a call: \(inCall)")
+            #expect(store.owed == (paid ? [] : owed), "apply: \(apply), in a call: \(inCall)")
+            if paid {
+                #expect(server.current.cards.first { $0.name == headset }?.activeProfile == "a2dp_sink")
+                #expect(events.filter { $0.type == "device-added" }.count == 1)
+                #expect(WatchTests().routes(events) == ["speaker initial", "bluetooth (was speaker) new-device-available"])
+            }
+        }
+        let server = FakeServer(hfp)
+        server.profiles["\(headset)/a2dp_sink"] = a2dp
+        let store = FakeStore()
+        store.owed = owed
+        let events = try WatchTests().run(server, store, apply: true)
+        #expect(server.applied.first == [.setCardProfile(card: headset, profile: "a2dp_sink")])
+        #expect(store.owed.isEmpty)
+        #expect(WatchTests().routes(events) == ["bluetooth initial"])
+        guard case let .route(_, _, _, output)? = events.first else { Issue.record("no initial route"); return }
+        #expect(output?.sink == "bluez_sink.00_11_22_33_44_55.a2dp_sink")
+    }
+
     @Test func aProfileFlipIsNotAPlugAndTheSameHeadsetKeepsTheSound() throws {
         let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp")
         var parked = try fixture("sim/pulseaudio-bluetooth-hfp")
@@ -1121,6 +1159,13 @@ extension Snapshot {
         left.sources.removeAll { $0.card.map(gone.contains) ?? false }
         left.cards.removeAll { gone.contains($0.index) }
         return left
+    }
+
+    /// This snapshot with `sink` the default sink.
+    func defaulting(_ sink: String) -> Snapshot {
+        var s = self
+        s.server.defaultSinkName = sink
+        return s
     }
 
     /// This snapshot with a card switched to its `off` profile: its sinks and sources gone.

@@ -233,6 +233,12 @@ final class FakeStore: PreferenceStore {
 
     func replaceOverride(_ record: OverrideRecord?) throws { self.record = record }
 
+    var owed: [CallRecord.CardProfile] = []
+
+    func owedProfiles() -> [CallRecord.CardProfile] { owed }
+
+    func updateOwedProfiles(_ change: ([CallRecord.CardProfile]) -> [CallRecord.CardProfile]) { owed = change(owed) }
+
     func saveIntent(_ intent: RouteIntent) { intents.append(intent) }
 
     /// The last intent, written over the ones before it as the state store writes it.

@@ -309,6 +309,29 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
         }
     }
 
+    /// `profiles.json`, the profiles owed to cards that left during a call: changed read fresh under
+    /// its lock, gone when nothing is owed; advisory, so an unreadable one owes nothing and is replaced.
+    @Test func owedProfilesAreAdvisoryAndGoWhenPaid() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            let path = try #require(store.owedProfiles).path
+            #expect(path == "\(dir)/routectl/profiles.json")
+            let headset = Routing.CallRecord.CardProfile(card: "bluez_card.A", profile: "a2dp-sink")
+            let other = Routing.CallRecord.CardProfile(card: "bluez_card.B", profile: "a2dp-sink-sbc")
+            try store.updateOwedProfiles { $0 + [headset] }
+            try store.updateOwedProfiles { $0 + [other] }
+            #expect(store.loadOwedProfiles() == [headset, other])
+            try store.updateOwedProfiles { $0.filter { $0.card != headset.card } }
+            #expect(store.loadOwedProfiles() == [other])
+            try store.updateOwedProfiles { _ in [] }
+            #expect(bytes(path) == nil, "nothing owed: no file")
+            try write("{not json", to: path)
+            #expect(store.loadOwedProfiles() == [])
+            try store.updateOwedProfiles { $0 + [headset] }
+            #expect(store.loadOwedProfiles() == [headset])
+        }
+    }
+
     @Test func withLockHoldsTheLockForItsBodyOnly() throws {
         try withScratch { dir in
             let store = StateStore(stateHome: dir, runtimeDir: dir)
