@@ -101,6 +101,9 @@ expect_step "the listed one goes: one route event to the other" \
 mark
 connect "$a_addr" "$a_name" a2dp+hfp
 wait_line "$apply" 1 "^route bluetooth .*output=$a_card" || true
+# As above: pipewire-pulse may not tell the plain watcher the default changed; it asks a fresh
+# connection once its hold runs out (1.5 s), past settle's 0.6 s of quiet.
+wait_line "$watch" 1 "^route bluetooth .*output=$a_card" || true
 settle
 expect_eq "the listed one returns: it takes the sound back (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
 expect_step "the listed one returns: one route event to it" \

@@ -30,6 +30,7 @@ public struct CallMode {
         do { before = try server.latestSnapshot(timeout: timeout) } catch { throw .server(error) }
         let existing: CallRecord?
         do { existing = try store.callRecord() } catch { throw .state(error) }
+        var owed: [CallRecord.CardProfile] = []
         // Derived once: the record, the ruling and the first plan all read this one.
         let status = Status(snapshot: before)
         var record: CallRecord
@@ -42,7 +43,7 @@ public struct CallMode {
             // A card an earlier call still owes its profile (it left during that call, and the server
             // gave it back the call's when it returned) had that one before the call, as far as this
             // call is concerned: its end puts that back.
-            let owed = store.owedProfiles()
+            owed = store.owedProfiles()
             // Not applied yet: watchers wait for the route before they report the call.
             record = CallRecord(startedAt: clocks.wallMilliseconds(), speaker: speaker,
                                 profiles: before.cards.compactMap { card in
@@ -61,7 +62,7 @@ public struct CallMode {
         } catch {
             throw .state(error)
         }
-        if existing == nil {
+        if owed.contains(where: { owed in record.profiles.contains { $0.card == owed.card } }) {
             // What this call's record now owes the cards here, it no longer owes apart.
             store.updateOwedProfiles { $0.filter { owed in !record.profiles.contains { $0.card == owed.card } } }
         }

@@ -674,6 +674,8 @@ public struct Watch {
     /// Reports the route now, unless a move is held (its event comes when it is done).
     mutating func reportOrHold(_ status: Status, reason: RouteChangeReason) -> Bool {
         guard hold == nil, !isReported(status) else { return true }
+        // (`mayNotSteal`'s first two conditions come first here: they spare every other departure a
+        // read of state.json for the priority list.)
         if !apply, reason == .oldDeviceUnavailable, let now = status.output, now.route == .unknown, now.isHardware,
            reported.output.map({ $0.id != now.id }) ?? false,
            Policy.mayNotSteal(now, ((try? preferences()) ?? Preferences()).priority) {

@@ -102,8 +102,10 @@ enum WhyCommand {
         func entry(_ o: Output) -> Int? {
             preferences.priority.firstIndex { $0 == o.id || $0 == o.sink || (o.route.isExternal && $0 == o.route.rawValue) }
         }
+        // Connection order as the sink numbers tell it, for the list's ranking and rule 3 alike.
+        let recency = PolicyState(status: status)
         var listFirst: Output?
-        if !preferences.priority.isEmpty, let first = Policy.ranked(status, PolicyState(status: status), priority: preferences.priority).first,
+        if !preferences.priority.isEmpty, let first = Policy.ranked(status, recency, priority: preferences.priority).first,
            let firstRank = entry(first) {
             let rank = entry(output)
             if first.id == output.id || (actedHere != nil && rank != nil) {
@@ -120,7 +122,7 @@ enum WhyCommand {
             // by someone else (a mixer, pactl), which routectl respects, below. Without a watcher's
             // decision, connection order is known only between devices that came with a sink of their
             // own; headphones in a jack are a port of a sink that was there before.
-            let mostRecent = Policy.choice(status, PolicyState(status: status), defaultTarget: preferences.baseTarget).device
+            let mostRecent = Policy.choice(status, recency, defaultTarget: preferences.baseTarget).device
             let orderKnown = !status.outputs.contains { $0.sink != nil && $0.sink == output.sink && $0.id != output.id }
             if actedHere != nil || !orderKnown || mostRecent == nil || mostRecent == output.id {
                 return Answer(rule: "external-device", explanation: "an external device is connected; the most recently connected wins (rule 3)",
