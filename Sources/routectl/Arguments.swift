@@ -218,7 +218,9 @@ enum Grammar {
                       card's call profile is chosen by its ports; the microphone follows the output. During
                       a call again: re-applies it. The override in force steps aside until the call ends.
               end     leave call mode: every card profile, the route, the override and the microphone's
-                      mute go back to how they were before the call. With no call: says so (exit 0).
+                      mute go back to how they were before the call; a headset that left during the call
+                      gets its profile back when it returns (under 'watch --apply', or at the next call's
+                      end). With no call: says so (exit 0).
               status  whether a call is in progress, since when, and its route.
               While 'watch --apply' runs, plugs, 'set' and 'clear' keep the call profile; a headset
               lost during a call falls back to the call's target, never the music route.
