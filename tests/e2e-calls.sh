@@ -392,6 +392,28 @@ run_rc rc call end
 expect_eq "the next call: call end exit 0" 0 "$rc"
 wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
 expect_match "the next call ends in A2DP (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+echo "-- laptop: the headset left the call and came back with no watcher; watch --apply, started later, gives it A2DP"
+rc call start >/dev/null
+disconnect "$a_addr"
+rc call end >/dev/null
+connect "$a_addr" "$a_name" a2dp+hfp
+start_watchers
+# Everything after the initial lines (watch --apply may switch before start_watchers marks).
+mark_watch=1 mark_apply=1
+wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
+settle
+expect_match "watch --apply started later: A2DP (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+expect_eq "watch --apply started later: nothing owed any more" no \
+	"$([ -e "$XDG_RUNTIME_DIR/routectl/profiles.json" ] && echo yes || echo no)"
+if [ "$server" = pipewire ]; then
+	# PipeWire gave it back HFP: the switch is the tail of call end, and both watchers say so.
+	expect_step "watch --apply started later: one route event, the tail of call end" \
+		"route bluetooth (was bluetooth) reason=call output=$a_card"
+else
+	# PulseAudio gave it back A2DP itself: nothing to do, nothing to say.
+	expect_step "watch --apply started later: nothing to report"
+fi
+stop_watchers
 disconnect "$a_addr"
 
 summary

@@ -42,12 +42,12 @@ public struct CallMode {
             do { saved = try store.overrideRecord() } catch { throw .state(error) }
             // A card an earlier call still owes its profile (it left during that call, and the server
             // gave it back the call's when it returned) had that one before the call, as far as this
-            // call is concerned: its end puts that back.
+            // call is concerned: its end puts that back. One given another profile since keeps it.
             owed = store.owedProfiles()
             // Not applied yet: watchers wait for the route before they report the call.
             record = CallRecord(startedAt: clocks.wallMilliseconds(), speaker: speaker,
                                 profiles: before.cards.compactMap { card in
-                                    (owed.first { $0.card == card.name }?.profile ?? card.activeProfile)
+                                    (owed.first { $0.card == card.name && $0.isDue(on: card) }?.profile ?? card.activeProfile)
                                         .map { CallRecord.CardProfile(card: card.name, profile: $0) }
                                 },
                                 output: status.output?.id, defaultSink: before.server.defaultSinkName,
@@ -177,12 +177,15 @@ public struct CallMode {
             snapshot = try setMute(of: name, to: muted, timeout: timeout)
         }
         // What the call found, and what earlier calls still owe cards its record does not name (one that
-        // came back during this call, or one the watcher switched to HFP as it joined the call).
+        // came back during this call, or one the watcher switched to HFP as it joined the call): that
+        // only while the card is in a call's profile.
         let owedBefore = store.owedProfiles()
-        let profiles = record.profiles + owedBefore.filter { owed in !record.profiles.contains { $0.card == owed.card } }
+        let owedApart = owedBefore.filter { owed in !record.profiles.contains { $0.card == owed.card } }
+        let profiles = record.profiles + owedApart
         var restore = profiles.compactMap { saved -> Action? in
             guard let card = snapshot.cards.first(where: { $0.name == saved.card }), card.activeProfile != saved.profile,
-                  card.profiles.contains(where: { $0.name == saved.profile && $0.available }) else { return nil }
+                  card.profiles.contains(where: { $0.name == saved.profile && $0.available }),
+                  !owedApart.contains(saved) || saved.isDue(on: card) else { return nil }
             return .setCardProfile(card: saved.card, profile: saved.profile)
         }
         // A Bluetooth headset that connected during the call went to HFP for it: back to its best
@@ -248,5 +251,21 @@ public struct CallMode {
         }
         do { try store.removeCall() } catch { throw .state(error) }
         return result
+    }
+}
+
+extension CallRecord.CardProfile {
+    /// Whether `card` is still owed this profile: it is in a call's profile (HFP/HSP, a Voice Call
+    /// verb), as the server gave it back, and this one is not. A card given any other profile since,
+    /// by a user or the server, owes nothing; one whose profile from before was a call's (a softphone's
+    /// HFP) neither.
+    func isDue(on card: Card) -> Bool {
+        guard card.name == self.card, let active = card.activeProfile, active != profile, Self.isCalls(active),
+              !Self.isCalls(profile) else { return false }
+        return card.profiles.contains { $0.name == profile && $0.available }
+    }
+
+    static func isCalls(_ profile: String) -> Bool {
+        Planner.isCallProfile(profile) || Planner.isBluetoothHeadsetProfile(profile)
     }
 }

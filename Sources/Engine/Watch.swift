@@ -47,6 +47,9 @@ public struct Watch {
     var recentlyRemoved: [String: Double] = [:]
     /// Whether the last `call` event (or the start) found a call in progress.
     var callActive = false
+    /// With --apply: the owed profiles are to be looked at on every card here at the next round (at
+    /// the start, and when a call ended), not only on cards that change.
+    var owedCheck: Bool
     /// When (monotonic) a call event that waits for its route event is due anyway (`reportCall`).
     var callEventDue: Double?
     /// With --apply: the server moved the route off a card's output, the output still there, and
@@ -86,6 +89,7 @@ public struct Watch {
                 holdDown: Double = 0, timeout: Double, snapshot: Snapshot, sink: @escaping (Event) -> Bool,
                 warn: @escaping (String) -> Void) {
         self.holdDown = holdDown
+        owedCheck = apply
         self.server = server
         self.store = store
         self.clocks = clocks
@@ -103,19 +107,7 @@ public struct Watch {
     /// Prints the initial route, then follows the server until asked to stop or the sink fails.
     /// Throws only for routectl's own state (the front end exits 5).
     public mutating func run() throws(EngineError) {
-        if apply {
-            // A card owed its profile that came back while no policy ran gets it now.
-            do {
-                if let paid = try payOwedProfiles(snapshot, arrived: nil) {
-                    snapshot = paid
-                    policy = PolicyState(status: Status(snapshot: paid))
-                }
-            } catch {
-                warn("\(error)")
-            }
-        }
         let status = Status(snapshot: snapshot)
-        reported = (status.route, status.output)
         guard emit(.route(route: status.route, previous: nil, reason: .initial, output: status.output)) else { return }
         guard reportCall() else { return }
         if apply { clearStaleOverride(status) }
@@ -133,6 +125,15 @@ public struct Watch {
                 // and hold-downs that passed meanwhile, are handled before waiting again.
                 remote?.serve()
                 guard try holdDownsPassed() else { break }
+                if owedCheck {
+                    // A card owed its profile that came back while no policy ran, or during the call
+                    // that just ended, gets it now: the tail of `call end`, reported as such.
+                    owedCheck = false
+                    if let paid = try payOwedProfiles(snapshot, cards: nil, reason: .call) {
+                        guard try handle(Change(previous: snapshot, current: paid), paid) else { break }
+                        continue
+                    }
+                }
                 let wake = ([hold?.wakeAt, callEventDue] + departures.values.map(\.deadline)).compactMap { $0 }.min()
                 let wait = wake.map { max(0, $0 - clocks.monotonic()) }
                 let changed = try server.waitForChanges(timeout: wait)
@@ -192,11 +193,16 @@ public struct Watch {
             return true
         }
         var change = change, next = next
-        if apply, let paid = try payOwedProfiles(next, arrived: Set(next.cards.map(\.name)).subtracting(snapshot.cards.map(\.name))) {
-            // The card arrived in the call's profile and is back in its own: one arrival, as if it came so.
+        // Cards that came, or came to a profile: one owed its profile gets it (`payOwedProfiles`). Come
+        // with an output, it is one arrival, as if it came so.
+        let cards = Set(next.cards.filter { card in !snapshot.cards.contains { $0.name == card.name && $0.activeProfile == card.activeProfile } }
+            .map(\.name))
+        let arriving = change.added.contains { output in output.cardName.map(cards.contains) ?? false }
+        if apply, !cards.isEmpty, let paid = try payOwedProfiles(next, cards: cards, reason: arriving ? .newDeviceAvailable : .call) {
+            // (The switch's own intent is not this change's: the arrival is not routectl switching a
+            // card on, and the rules answer it as any arrival.)
             next = paid
             change = Change(previous: snapshot, current: paid)
-            intentThisChange = .some(store.loadIntent())
         }
         let clock = clocks.monotonic()
         recentlyAdded = recentlyAdded.filter { clock - $0.value < 1 }
@@ -377,34 +383,35 @@ public struct Watch {
     }
 
     /// Rule 8's "for the call only" for a card that left during a call (`owedProfiles`): outside a
-    /// call, a card owed its profile from before the call gets it back as it arrives (`arrived`, by
-    /// name; nil: every card here, at the start), since the server gave it back the call's. An entry is
-    /// settled once its card is seen outside a call, paid or not. Returns the snapshot after the
+    /// call, a card the server gave back the call's profile gets its profile from before the call
+    /// (`isDue`), once it shows a profile at all. `cards` are the cards to look at, by name (nil:
+    /// every one here); `reason` is what watchers report for the switch. An entry is settled once its
+    /// card shows a profile outside a call: paid, or in another profile (a user's, the server's). One
+    /// whose switch did not show stays for the card's next change. Returns the snapshot after the
     /// switch, or nil when there was none to make.
-    func payOwedProfiles(_ snapshot: Snapshot, arrived: Set<String>?) throws(EngineError) -> Snapshot? {
-        guard arrived.map({ !$0.isEmpty }) ?? true else { return nil }
+    func payOwedProfiles(_ snapshot: Snapshot, cards: Set<String>?, reason: RouteChangeReason) throws(EngineError) -> Snapshot? {
         let owed = store.owedProfiles()
         guard !owed.isEmpty, (try? store.callRecord()) ?? nil == nil else { return nil }
-        var settled: [String] = [], switches: [Action] = []
+        var settled: [String] = [], due: [CallRecord.CardProfile] = []
         for entry in owed {
-            guard arrived?.contains(entry.card) ?? true, let card = snapshot.cards.first(where: { $0.name == entry.card }) else { continue }
-            settled.append(card.name)
-            if card.activeProfile != entry.profile, card.profiles.contains(where: { $0.name == entry.profile && $0.available }) {
-                switches.append(.setCardProfile(card: card.name, profile: entry.profile))
-            }
+            guard cards?.contains(entry.card) ?? true, let card = snapshot.cards.first(where: { $0.name == entry.card }),
+                  let active = card.activeProfile, active != "off" else { continue }
+            if entry.isDue(on: card) { due.append(entry) } else { settled.append(card.name) }
         }
-        guard !settled.isEmpty else { return nil }
-        store.updateOwedProfiles { $0.filter { !settled.contains($0.card) } }
-        guard case let .setCardProfile(first, _)? = switches.first else { return nil }
+        if !settled.isEmpty { store.updateOwedProfiles { $0.filter { !settled.contains($0.card) } } }
+        guard let first = due.first else { return nil }
         // Plain watch holds its route event for the switch, as for any of routectl's own moves.
-        let output = Status(snapshot: snapshot).outputs.first { $0.cardName == first }?.id ?? first
-        var intent = RouteIntent(output: output, reason: .newDeviceAvailable, at: clocks.wallMilliseconds())
+        let output = Status(snapshot: snapshot).outputs.first { $0.cardName == first.card }?.id ?? first.card
+        var intent = RouteIntent(output: output, reason: reason, at: clocks.wallMilliseconds())
         store.saveIntent(intent)
         defer {
             intent.done = true
             store.saveIntent(intent)
         }
-        return try applier.switchProfiles(switches, timeout: timeout)
+        let after = try applier.switchProfiles(due.map { .setCardProfile(card: $0.card, profile: $0.profile) }, timeout: timeout)
+        let paid = due.filter { entry in after.cards.contains { $0.name == entry.card && $0.activeProfile == entry.profile } }.map(\.card)
+        if !paid.isEmpty { store.updateOwedProfiles { $0.filter { !paid.contains($0.card) } } }
+        return after
     }
 
     /// The change to decide on when `change` reports gone the output the server just moved the route
@@ -723,6 +730,8 @@ public struct Watch {
         }
         callEventDue = nil
         callActive = active
+        // A card that came back during the call (or as it ended) may be owed its profile now.
+        if apply, !active { owedCheck = true }
         return emit(.call(active: active, route: reported.route))
     }
 

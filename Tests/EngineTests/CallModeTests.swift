@@ -159,6 +159,24 @@ import Testing
         #expect(server.current.cards.first { $0.name == headset }?.activeProfile == "a2dp_sink")
     }
 
+    /// An owed profile stands only while the card is in the profile the server gave it back (a call's):
+    /// owed a softphone's HFP, back in HFP, then moved to A2DP by its user, the headset had A2DP before
+    /// this call, and gets it back at its end (hostile test on PipeWire).
+    @Test func anOwedProfileGivesWayToTheOneAUserChoseSince() throws {
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let server = FakeServer(a2dp)
+        server.profiles["\(headset)/handsfree_head_unit"] = hfp
+        server.profiles["\(headset)/a2dp_sink"] = a2dp
+        let store = FakeStore()
+        store.owed = [CallRecord.CardProfile(card: headset, profile: "handsfree_head_unit")]
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        _ = try mode.start(speaker: false, timeout: 1)
+        #expect(store.call?.profiles.first { $0.card == headset }?.profile == "a2dp_sink")
+        #expect(store.owed.isEmpty)
+        _ = try mode.end(timeout: 1)
+        #expect(server.current.cards.first { $0.name == headset }?.activeProfile == "a2dp_sink")
+    }
+
     /// A headset that joined the call was put in HFP by the move that gave it the call (the watcher's):
     /// it is owed the profile it came with, paid at call end while it is there, owed on if it left.
     @Test func aHeadsetThatJoinedTheCallIsOwedTheProfileItCameWith() throws {

@@ -1084,7 +1084,8 @@ import Testing
 
     /// A headset owed A2DP (it left during a call) that the server brings back in HFP with no call gets
     /// A2DP back as it arrives, from `watch --apply` alone: one arrival. In a call it keeps HFP and
-    /// stays owed; at the start of `watch --apply`, one already here is paid before the first line.
+    /// stays owed; at the start of `watch --apply`, one already here is paid, reported as the tail of
+    /// the call's end.
     @Test func aHeadsetOwedItsProfileGetsItBackAsItArrives() throws {
         let headset = "bluez_card.00_11_22_33_44_55"
         let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
@@ -1115,9 +1116,57 @@ import Testing
         let events = try WatchTests().run(server, store, apply: true)
         #expect(server.applied.first == [.setCardProfile(card: headset, profile: "a2dp_sink")])
         #expect(store.owed.isEmpty)
-        #expect(WatchTests().routes(events) == ["bluetooth initial"])
-        guard case let .route(_, _, _, output)? = events.first else { Issue.record("no initial route"); return }
+        #expect(WatchTests().routes(events) == ["bluetooth initial", "bluetooth (was bluetooth) call"])
+        guard case let .route(_, _, _, output)? = events.last(where: { $0.type == "route" }) else { Issue.record("no route"); return }
         #expect(output?.sink == "bluez_sink.00_11_22_33_44_55.a2dp_sink")
+    }
+
+    /// What the server gave the card decides (hostile tests on PipeWire): a card that first shows no
+    /// profile (`off`, as PipeWire brings a headset) is paid once it shows HFP, not dropped; one back in another profile than the call's (a
+    /// user's, or PulseAudio's own A2DP) owes nothing; one that came back while `call end` ran is paid
+    /// when the watcher sees the call end; a switch the server does not show stays owed.
+    @Test func anOwedProfileIsPaidOnlyWhileTheCardIsInTheCallsProfile() throws {
+        let headset = "bluez_card.00_11_22_33_44_55"
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let away = a2dp.without([headset]).defaulting("alsa_output.sim-laptop.analog-stereo")
+        let owed = [CallRecord.CardProfile(card: headset, profile: "a2dp_sink")]
+        var noProfile = away
+        noProfile.cards += hfp.cards.filter { $0.name == headset }.map { card in
+            var card = card
+            card.activeProfile = "off"
+            return card
+        }
+        func watched(call: Bool = false, refuse: Bool = false, paid: Snapshot = a2dp,
+                     _ script: (FakeStore) -> [FakeServer.Step]) throws -> (FakeServer, FakeStore, [Event]) {
+            let server = FakeServer(away)
+            server.profiles["\(headset)/a2dp_sink"] = paid
+            if refuse { server.refuse = { if case .setCardProfile = $0 { true } else { false } } }
+            let store = FakeStore()
+            store.owed = owed
+            if call { store.call = CallRecord(startedAt: 0, speaker: false) }
+            server.script = script(store)
+            return (server, store, try WatchTests().run(server, store, apply: true))
+        }
+        func profile(_ server: FakeServer) -> String? { server.current.cards.first { $0.name == headset }?.activeProfile }
+        // WirePlumber leaves the default where it was: the watcher's rules take the route to the headset.
+        var (server, store, events) = try watched(paid: a2dp.defaulting("alsa_output.sim-laptop.analog-stereo")) { _ in
+            [.change(noProfile), .change(hfp.defaulting("alsa_output.sim-laptop.analog-stereo"))]
+        }
+        #expect(profile(server) == "a2dp_sink", "paid once it showed HFP")
+        #expect(store.owed.isEmpty)
+        #expect(WatchTests().routes(events) == ["speaker initial", "bluetooth (was speaker) new-device-available"],
+                "the arrival is answered as any: the switch is no card of routectl's coming on")
+        (server, store, _) = try watched { _ in [.change(a2dp)] }
+        #expect(server.applied.joined().allSatisfy { if case .setCardProfile = $0 { false } else { true } }, "back in A2DP: nothing to pay")
+        #expect(store.owed.isEmpty, "and nothing owed any more")
+        (server, store, events) = try watched(call: true) { store in [.change(hfp), .run { store.call = nil }, .timeout] }
+        #expect(profile(server) == "a2dp_sink", "paid once the call was seen over")
+        #expect(store.owed.isEmpty)
+        #expect(events.compactMap { if case let .call(active, _) = $0 { active } else { nil } } == [true, false])
+        #expect(WatchTests().routes(events).last == "bluetooth (was bluetooth) call")
+        (server, store, _) = try watched(refuse: true) { _ in [.change(hfp)] }
+        #expect(profile(server) == "handsfree_head_unit")
+        #expect(store.owed == owed, "a switch the server refused stays owed")
     }
 
     @Test func aProfileFlipIsNotAPlugAndTheSameHeadsetKeepsTheSound() throws {
