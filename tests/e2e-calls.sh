@@ -397,6 +397,9 @@ rc call start >/dev/null
 disconnect "$a_addr"
 rc call end >/dev/null
 connect "$a_addr" "$a_name" a2dp+hfp
+# WirePlumber makes the headset the default a moment after its sink appears: the watchers start after
+# that, so that their first line is the headset (in HFP).
+[ "$server" = pulseaudio ] || wait_for "the headset as the default" sh -c "pactl get-default-sink | grep -q '^bluez_'" || true
 start_watchers
 # Everything after the initial lines (watch --apply may switch before start_watchers marks).
 mark_watch=1 mark_apply=1

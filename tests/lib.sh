@@ -228,9 +228,10 @@ start_watchers() {
 	: >"$dir/watch.err" >"$dir/apply.err"
 	"$routectl" watch >"$watch" 2>"$dir/watch.err" &
 	watchers+=($!)
+	# Plain watch first: whatever watch --apply does as it starts, plain watch sees happen.
+	wait_line "$watch" 1 "^route .* reason=initial"
 	"$routectl" watch --apply >"$apply" 2>"$dir/apply.err" &
 	watchers+=($!)
-	wait_line "$watch" 1 "^route .* reason=initial"
 	wait_line "$apply" 1 "^route .* reason=initial"
 	mark
 }

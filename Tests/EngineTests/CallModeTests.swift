@@ -15,6 +15,16 @@ import Testing
         return server
     }
 
+    /// The laptop and a Bluetooth headset (`start`: as it is now, A2DP by default), whose profile
+    /// switches turn the server into the simulator's dumps.
+    func headsetServer(_ start: Snapshot? = nil) throws -> FakeServer {
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        let server = FakeServer(start ?? a2dp)
+        server.profiles["\(headset)/handsfree_head_unit"] = try fixture("sim/pulseaudio-bluetooth-hfp")
+        server.profiles["\(headset)/a2dp_sink"] = a2dp
+        return server
+    }
+
     @Test func callStartRecordsTheCardsThenEntersVoiceCallOnTheEarpiece() throws {
         let server = try phoneServer()
         let store = FakeStore()
@@ -118,9 +128,7 @@ import Testing
     }
 
     @Test func aBluetoothHeadsetTakesTheCallInHFPAndReturnsToA2DP() throws {
-        let server = FakeServer(try fixture("sim/pulseaudio-bluetooth-a2dp"))
-        server.profiles["\(headset)/handsfree_head_unit"] = try fixture("sim/pulseaudio-bluetooth-hfp")
-        server.profiles["\(headset)/a2dp_sink"] = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        let server = try headsetServer()
         let store = FakeStore()
         let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
         let started = try mode.start(speaker: false, timeout: 1)
@@ -138,10 +146,7 @@ import Testing
     /// one): a headset that left during the call returns in HFP. Call end owes it A2DP; the next call
     /// records A2DP as its profile before the call, and ends there.
     @Test func aHeadsetThatLeftDuringTheCallIsOwedItsA2DP() throws {
-        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
-        let server = FakeServer(a2dp)
-        server.profiles["\(headset)/handsfree_head_unit"] = hfp
-        server.profiles["\(headset)/a2dp_sink"] = a2dp
+        let server = try headsetServer()
         let store = FakeStore()
         let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
         _ = try mode.start(speaker: false, timeout: 1)
@@ -149,7 +154,7 @@ import Testing
         server.current = server.current.without([headset]).defaulting("alsa_output.sim-laptop.analog-stereo")
         _ = try mode.end(timeout: 1)
         #expect(store.owed == [CallRecord.CardProfile(card: headset, profile: "a2dp_sink")])
-        server.current = hfp
+        server.current = try fixture("sim/pulseaudio-bluetooth-hfp")
         _ = try mode.start(speaker: false, timeout: 1)
         #expect(store.call?.profiles.first { $0.card == headset }?.profile == "a2dp_sink")
         #expect(store.owed.isEmpty, "the new call's record holds it now")
@@ -163,10 +168,7 @@ import Testing
     /// owed a softphone's HFP, back in HFP, then moved to A2DP by its user, the headset had A2DP before
     /// this call, and gets it back at its end (hostile test on PipeWire).
     @Test func anOwedProfileGivesWayToTheOneAUserChoseSince() throws {
-        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
-        let server = FakeServer(a2dp)
-        server.profiles["\(headset)/handsfree_head_unit"] = hfp
-        server.profiles["\(headset)/a2dp_sink"] = a2dp
+        let server = try headsetServer()
         let store = FakeStore()
         store.owed = [CallRecord.CardProfile(card: headset, profile: "handsfree_head_unit")]
         let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
@@ -180,11 +182,9 @@ import Testing
     /// A headset that joined the call was put in HFP by the move that gave it the call (the watcher's):
     /// it is owed the profile it came with, paid at call end while it is there, owed on if it left.
     @Test func aHeadsetThatJoinedTheCallIsOwedTheProfileItCameWith() throws {
-        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp")
         for leaves in [false, true] {
-            let server = FakeServer(a2dp.without([headset]).defaulting("alsa_output.sim-laptop.analog-stereo"))
-            server.profiles["\(headset)/handsfree_head_unit"] = hfp
-            server.profiles["\(headset)/a2dp_sink"] = a2dp
+            let server = try headsetServer(a2dp.without([headset]).defaulting("alsa_output.sim-laptop.analog-stereo"))
             let store = FakeStore()
             let clocks = ManualClock().clocks
             let mode = CallMode(server: server, store: store, clocks: clocks)
@@ -209,10 +209,8 @@ import Testing
     /// `set speaker` under the headset only recorded the override (rule 2): call end gives the sound
     /// back to the headset it was on, with the override recorded as before, not forced to the speaker.
     @Test func anOverrideTheHeadsetOverruledStaysOnlyRecordedAfterTheCall() throws {
-        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp")
-        let server = FakeServer(a2dp)
-        server.profiles["\(headset)/handsfree_head_unit"] = try fixture("sim/pulseaudio-bluetooth-hfp")
-        server.profiles["\(headset)/a2dp_sink"] = a2dp
+        let server = try headsetServer()
+        let a2dp = server.current
         let store = FakeStore()
         let before = OverrideRecord(target: .speaker, setAt: 5, externals: Status(snapshot: a2dp).externalKeys)
         store.record = before
