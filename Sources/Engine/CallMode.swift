@@ -47,7 +47,7 @@ public struct CallMode {
             // Not applied yet: watchers wait for the route before they report the call.
             record = CallRecord(startedAt: clocks.wallMilliseconds(), speaker: speaker,
                                 profiles: before.cards.compactMap { card in
-                                    (owed.first { $0.card == card.name && $0.isDue(on: card) }?.profile ?? card.activeProfile)
+                                    (owed.first { $0.isStillOwed(by: card) }?.profile ?? card.activeProfile)
                                         .map { CallRecord.CardProfile(card: card.name, profile: $0) }
                                 },
                                 output: status.output?.id, defaultSink: before.server.defaultSinkName,
@@ -189,8 +189,11 @@ public struct CallMode {
             return .setCardProfile(card: saved.card, profile: saved.profile)
         }
         // A Bluetooth headset that connected during the call went to HFP for it: back to its best
-        // other profile (A2DP), as rule 8 says ("for the call only").
-        for card in snapshot.cards where !profiles.contains(where: { $0.card == card.name }) {
+        // other profile (A2DP), as rule 8 says ("for the call only"); so does one whose profile from
+        // before is not offered now. One that was in HFP before the call (a softphone's) stays.
+        for card in snapshot.cards where !restore.contains(where: { if case let .setCardProfile(name, _) = $0 { name == card.name } else { false } }) {
+            if let saved = profiles.first(where: { $0.card == card.name }),
+               saved.profile == card.activeProfile || CallRecord.CardProfile.isCalls(saved.profile) { continue }
             guard let active = card.activeProfile, Planner.isBluetoothHeadsetProfile(active),
                   let music = card.profiles.filter({ $0.available && $0.sinks > 0 && !Planner.isBluetoothHeadsetProfile($0.name) })
                       .max(by: { $0.priority < $1.priority }) else { continue }
@@ -259,10 +262,15 @@ extension CallRecord.CardProfile {
     /// verb), as the server gave it back, and this one is not. A card given any other profile since,
     /// by a user or the server, owes nothing; one whose profile from before was a call's (a softphone's
     /// HFP) neither.
+    func isStillOwed(by card: Card) -> Bool {
+        guard card.name == self.card, let active = card.activeProfile else { return false }
+        return Self.isCalls(active) && !Self.isCalls(profile)
+    }
+
+    /// Still owed, and offered: the profile can be put back now. (PipeWire offers a headset's A2DP
+    /// profiles only once their transport is up.)
     func isDue(on card: Card) -> Bool {
-        guard card.name == self.card, let active = card.activeProfile, active != profile, Self.isCalls(active),
-              !Self.isCalls(profile) else { return false }
-        return card.profiles.contains { $0.name == profile && $0.available }
+        isStillOwed(by: card) && card.profiles.contains { $0.name == profile && $0.available }
     }
 
     static func isCalls(_ profile: String) -> Bool {

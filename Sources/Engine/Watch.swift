@@ -50,6 +50,9 @@ public struct Watch {
     /// With --apply: the owed profiles are to be looked at on every card here at the next round (at
     /// the start, and when a call ended), not only on cards that change.
     var owedCheck: Bool
+    /// A call record was seen since the owed profiles were last looked at: its going is a call ended,
+    /// also one that began and ended between two rounds of this watcher.
+    var callRecordSeen = false
     /// When (monotonic) a call event that waits for its route event is due anyway (`reportCall`).
     var callEventDue: Double?
     /// With --apply: the server moved the route off a card's output, the output still there, and
@@ -193,16 +196,22 @@ public struct Watch {
             return true
         }
         var change = change, next = next
-        // Cards that came, or came to a profile: one owed its profile gets it (`payOwedProfiles`). Come
-        // with an output, it is one arrival, as if it came so.
-        let cards = Set(next.cards.filter { card in !snapshot.cards.contains { $0.name == card.name && $0.activeProfile == card.activeProfile } }
-            .map(\.name))
-        let arriving = change.added.contains { output in output.cardName.map(cards.contains) ?? false }
-        if apply, !cards.isEmpty, let paid = try payOwedProfiles(next, cards: cards, reason: arriving ? .newDeviceAvailable : .call) {
-            // (The switch's own intent is not this change's: the arrival is not routectl switching a
-            // card on, and the rules answer it as any arrival.)
-            next = paid
-            change = Change(previous: snapshot, current: paid)
+        // Cards that came or changed (a profile, the profiles offered): one owed its profile gets it
+        // (`payOwedProfiles`). Come with an output, it is one arrival, as if it came so.
+        let cards = Set(next.cards.filter { !snapshot.cards.contains($0) }.map(\.name))
+        if apply, !cards.isEmpty {
+            let arriving = change.added.contains { output in output.cardName.map(cards.contains) ?? false }
+            do {
+                if let paid = try payOwedProfiles(next, cards: cards, reason: arriving ? .newDeviceAvailable : .call) {
+                    // (The switch's own intent is not this change's: the arrival is not routectl
+                    // switching a card on, and the rules answer it as any arrival.)
+                    next = paid
+                    change = Change(previous: snapshot, current: paid)
+                }
+            } catch {
+                // The profile is owed still; the change is answered as it is.
+                warn("\(error)")
+            }
         }
         let clock = clocks.monotonic()
         recentlyAdded = recentlyAdded.filter { clock - $0.value < 1 }
@@ -389,24 +398,45 @@ public struct Watch {
     /// card shows a profile outside a call: paid, or in another profile (a user's, the server's). One
     /// whose switch did not show stays for the card's next change. Returns the snapshot after the
     /// switch, or nil when there was none to make.
-    func payOwedProfiles(_ snapshot: Snapshot, cards: Set<String>?, reason: RouteChangeReason) throws(EngineError) -> Snapshot? {
+    mutating func payOwedProfiles(_ snapshot: Snapshot, cards: Set<String>?, reason: RouteChangeReason) throws(EngineError) -> Snapshot? {
         let owed = store.owedProfiles()
-        guard !owed.isEmpty, (try? store.callRecord()) ?? nil == nil else { return nil }
+        guard !owed.isEmpty, cards.map({ names in owed.contains { names.contains($0.card) } }) ?? true else { return nil }
+        // Under the route lock, as `call start` reads them: a call starting now waits for the switch
+        // (and then finds nothing owed), and one that started first is seen.
+        guard let lock = try? store.lockRoute() else { return nil }
+        defer { withExtendedLifetime(lock) {} }
+        do {
+            guard try store.callRecord() == nil else {
+                // The call's end owes or restores it; this watcher looks again once the call is over.
+                callRecordSeen = true
+                return nil
+            }
+        } catch {
+            return nil
+        }
         var settled: [String] = [], due: [CallRecord.CardProfile] = []
         for entry in owed {
             guard cards?.contains(entry.card) ?? true, let card = snapshot.cards.first(where: { $0.name == entry.card }),
                   let active = card.activeProfile, active != "off" else { continue }
-            if entry.isDue(on: card) { due.append(entry) } else { settled.append(card.name) }
+            if entry.isDue(on: card) {
+                due.append(entry)
+            } else if !entry.isStillOwed(by: card) {
+                settled.append(card.name)
+            }
         }
         if !settled.isEmpty { store.updateOwedProfiles { $0.filter { !settled.contains($0.card) } } }
-        guard let first = due.first else { return nil }
-        // Plain watch holds its route event for the switch, as for any of routectl's own moves.
-        let output = Status(snapshot: snapshot).outputs.first { $0.cardName == first.card }?.id ?? first.card
-        var intent = RouteIntent(output: output, reason: reason, at: clocks.wallMilliseconds())
-        store.saveIntent(intent)
+        guard !due.isEmpty else { return nil }
+        // Plain watch holds its route event for the switch when the route is on the card, as for any
+        // of routectl's own moves; elsewhere the switch moves no route.
+        let route = Status(snapshot: snapshot).output
+        let intent = route.flatMap { output in due.contains { $0.card == output.cardName } ? output.id : nil }
+            .map { RouteIntent(output: $0, reason: reason, at: clocks.wallMilliseconds()) }
+        if let intent { store.saveIntent(intent) }
         defer {
-            intent.done = true
-            store.saveIntent(intent)
+            if var done = intent {
+                done.done = true
+                store.saveIntent(done)
+            }
         }
         let after = try applier.switchProfiles(due.map { .setCardProfile(card: $0.card, profile: $0.profile) }, timeout: timeout)
         let paid = due.filter { entry in after.cards.contains { $0.name == entry.card && $0.activeProfile == entry.profile } }.map(\.card)
@@ -719,6 +749,13 @@ public struct Watch {
         guard hold == nil else { return true }
         let record: CallRecord?
         do { record = try store.callRecord() } catch { return true }
+        if record != nil {
+            callRecordSeen = true
+        } else if callRecordSeen {
+            // A card that came back during the call (or as it ended) may be owed its profile now.
+            callRecordSeen = false
+            if apply { owedCheck = true }
+        }
         let active = record?.isBegun(now: clocks.wallMilliseconds()) ?? false
         guard active != callActive else {
             callEventDue = nil
@@ -730,8 +767,6 @@ public struct Watch {
         }
         callEventDue = nil
         callActive = active
-        // A card that came back during the call (or as it ended) may be owed its profile now.
-        if apply, !active { owedCheck = true }
         return emit(.call(active: active, route: reported.route))
     }
 

@@ -165,8 +165,8 @@ import Testing
     }
 
     /// An owed profile stands only while the card is in the profile the server gave it back (a call's):
-    /// owed a softphone's HFP, back in HFP, then moved to A2DP by its user, the headset had A2DP before
-    /// this call, and gets it back at its end (hostile test on PipeWire).
+    /// owed a softphone's HFP, the headset is in A2DP now (its user moved it there since it came back,
+    /// as a hostile test did on PipeWire): it had A2DP before this call, and gets it back at its end.
     @Test func anOwedProfileGivesWayToTheOneAUserChoseSince() throws {
         let server = try headsetServer()
         let store = FakeStore()

@@ -1164,9 +1164,32 @@ import Testing
         #expect(store.owed.isEmpty)
         #expect(events.compactMap { if case let .call(active, _) = $0 { active } else { nil } } == [true, false])
         #expect(WatchTests().routes(events).last == "bluetooth (was bluetooth) call")
-        (server, store, _) = try watched(refuse: true) { _ in [.change(hfp)] }
+        // Refused: the arrival is answered all the same, and the profile stays owed.
+        (server, store, events) = try watched(refuse: true) { _ in [.change(hfp.defaulting("alsa_output.sim-laptop.analog-stereo"))] }
         #expect(profile(server) == "handsfree_head_unit")
         #expect(store.owed == owed, "a switch the server refused stays owed")
+        #expect(WatchTests().routes(events) == ["speaker initial", "bluetooth (was speaker) new-device-available"])
+        // A switch the server does not show stays owed too.
+        (server, store, _) = try watched(paid: hfp) { _ in [.change(hfp)] }
+        #expect(store.owed == owed)
+        // PipeWire offers a headset's A2DP only once its transport is up: owed, not yet payable, kept.
+        var hfpOnly = hfp
+        for i in hfpOnly.cards.indices where hfpOnly.cards[i].name == headset {
+            hfpOnly.cards[i].profiles.removeAll { $0.name == "a2dp_sink" }
+        }
+        (server, store, _) = try watched { _ in [.change(hfpOnly)] }
+        #expect(store.owed == owed)
+        (server, store, _) = try watched { _ in [.change(hfpOnly), .change(hfp)] }
+        #expect(profile(server) == "a2dp_sink", "paid once offered")
+        #expect(store.owed.isEmpty)
+        // A call that began and ended before the watcher saw it applied (a call rejected at once): the
+        // headset came back while it was on, and is paid once the watcher finds it over.
+        (server, store, _) = try watched { store in
+            [.run { store.call = CallRecord(startedAt: 1_000_000, speaker: false, applied: false) }, .change(hfp),
+             .run { store.call = nil }, .timeout]
+        }
+        #expect(profile(server) == "a2dp_sink")
+        #expect(store.owed.isEmpty)
     }
 
     @Test func aProfileFlipIsNotAPlugAndTheSameHeadsetKeepsTheSound() throws {
