@@ -698,14 +698,22 @@ public struct Watch {
         if let card = held.departedCard, held.reason == .categoryChange {
             // A profile flip of the card the route left brings the route back to that card.
             guard Status(snapshot: current).output?.cardName != card else { return false }
-        } else if held.isDone(current), !(held.transient && current.server.isPipeWire) {
+        } else if held.isDone(current), !(current.server.isPipeWire && (held.transient || onPassThrough(current))) {
             // (A fallback onto HDMI is asked about on PipeWire even where it stands: the move on to the
-            // speaker may be the very default change this connection missed.)
+            // speaker may be the very default change this connection missed; so is a move onto HDMI a
+            // departure hold waited on, as the server passes through it on a plug.)
             return false
         }
         held.askedFresh = true
         hold = held
         return (try? server.refreshStaleDefaults(timeout: timeout)) ?? false
+    }
+
+    /// The route stands on an unlisted HDMI output, one WirePlumber passes through on a jack of the
+    /// laptop (`Policy.mayNotSteal`).
+    func onPassThrough(_ snapshot: Snapshot) -> Bool {
+        guard let now = Status(snapshot: snapshot).output, now.route == .unknown, now.isHardware else { return false }
+        return Policy.mayNotSteal(now, ((try? preferences()) ?? Preferences()).priority)
     }
 
     /// Reports the route now, unless a move is held (its event comes when it is done).

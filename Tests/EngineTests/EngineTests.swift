@@ -398,6 +398,26 @@ import Testing
         #expect(routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable"])
     }
 
+    /// The same on a plug (a fresh-clone CI run, on PipeWire): the headphones come, the server passes
+    /// through HDMI, and its move on to the headphones is missed. A fresh connection is asked before
+    /// the pass through HDMI is called another client's pick.
+    @Test func aMissedMoveOnToAPluggedJackIsAskedAbout() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        var on = try laptopAndHDMI().on
+        on.server.name = "PulseAudio (on PipeWire 0.3.65)"
+        let speaker = on.routed(to: laptop, port: "analog-output-speaker")
+        let plugged = speaker.jack(laptop, "analog-output-headphones", .available)
+        let clock = ManualClock()
+        let server = FakeServer(speaker)
+        server.clock = clock
+        server.script = [.change(plugged), .change(plugged.routed(to: hdmi)),
+                         .change(plugged.routed(to: laptop, port: "analog-output-headphones"), defaultSeen: false),
+                         .pass(RouteHold.departureWindow + 0.05), .pass(1)]
+        let events = try run(server, FakeStore(), apply: false, clock: clock)
+        #expect(server.refreshes == 1)
+        #expect(routes(events) == ["speaker initial", "headset (was speaker) new-device-available"])
+    }
+
     /// A command (`set speaker`, say, from a script that reacts to `device-removed`) moves the route
     /// while it stands on the HDMI output the server passed through: that move is the command's, with
     /// its reason, after the fallback as it stood.
