@@ -698,7 +698,8 @@ public struct Watch {
         if let card = held.departedCard, held.reason == .categoryChange {
             // A profile flip of the card the route left brings the route back to that card.
             guard Status(snapshot: current).output?.cardName != card else { return false }
-        } else if held.isDone(current), !(current.server.isPipeWire && (held.transient || onPassThrough(current))) {
+        } else if held.isDone(current),
+                  !(current.server.isPipeWire && (held.transient || passThroughOutput(Status(snapshot: current)) != nil)) {
             // (A fallback onto HDMI is asked about on PipeWire even where it stands: the move on to the
             // speaker may be the very default change this connection missed; so is a move onto HDMI a
             // departure hold waited on, as the server passes through it on a plug.)
@@ -709,21 +710,19 @@ public struct Watch {
         return (try? server.refreshStaleDefaults(timeout: timeout)) ?? false
     }
 
-    /// The route stands on an unlisted HDMI output, one WirePlumber passes through on a jack of the
-    /// laptop (`Policy.mayNotSteal`).
-    func onPassThrough(_ snapshot: Snapshot) -> Bool {
-        guard let now = Status(snapshot: snapshot).output, now.route == .unknown, now.isHardware else { return false }
-        return Policy.mayNotSteal(now, ((try? preferences()) ?? Preferences()).priority)
+    /// The output the route stands on when it is an unlisted HDMI output, one WirePlumber passes
+    /// through on a jack of the laptop (`Policy.mayNotSteal`). (Its first two conditions come first:
+    /// they spare every other route a read of state.json for the priority list.)
+    func passThroughOutput(_ status: Status) -> Output? {
+        guard let now = status.output, now.route == .unknown, now.isHardware,
+              Policy.mayNotSteal(now, ((try? preferences()) ?? Preferences()).priority) else { return nil }
+        return now
     }
 
     /// Reports the route now, unless a move is held (its event comes when it is done).
     mutating func reportOrHold(_ status: Status, reason: RouteChangeReason) -> Bool {
         guard hold == nil, !isReported(status) else { return true }
-        // (`mayNotSteal`'s first two conditions come first here: they spare every other departure a
-        // read of state.json for the priority list.)
-        if !apply, reason == .oldDeviceUnavailable, let now = status.output, now.route == .unknown, now.isHardware,
-           reported.output.map({ $0.id != now.id }) ?? false,
-           Policy.mayNotSteal(now, ((try? preferences()) ?? Preferences()).priority) {
+        if !apply, reason == .oldDeviceUnavailable, let now = passThroughOutput(status), reported.output.map({ $0.id != now.id }) ?? false {
             // The route fell back onto an unlisted HDMI output: WirePlumber passes through it for a
             // millisecond before it switches the laptop's own port. Where the server stays there a
             // moment, that is where the sound went; where it moves on, that is (above, in `handle`).
