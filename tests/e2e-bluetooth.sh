@@ -70,6 +70,10 @@ echo "-- 2. two headsets: the most recently connected wins; its departure falls 
 mark
 connect "$a_addr" "$a_name" a2dp+hfp
 wait_line "$apply" 2 "^route bluetooth" || true
+# And plain watch's: pipewire-pulse can miss telling a connection that the default changed (issue 15);
+# plain watch then asks a fresh one when its hold runs out, after settle's quiet. The line still has
+# to come: the "same route lines" check at the end of the laptop's sections fails without it.
+wait_line "$watch" 2 "^route bluetooth" || true
 settle
 mark
 connect "$b_addr" "$b_name" a2dp
