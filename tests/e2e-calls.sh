@@ -369,6 +369,12 @@ expect_eq "headset left in the call: call end says nothing on stderr" "" "$err"
 expect_eq "headset left in the call: its profile from before the call is owed (profiles.json)" "$a_card $a2dp" \
 	"$(python3 -c 'import json, sys; print(*(c["card"] + " " + c["profile"] for c in json.load(sys.stdin)["cards"]))' \
 		<"$XDG_RUNTIME_DIR/routectl/profiles.json" | sed 's/-sbc$//')"
+rc dump >"$dir/owed.json"
+expect_eq "headset left in the call: the dump says what is owed (a bug report is one file)" \
+	"$(python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["cards"]))' <"$XDG_RUNTIME_DIR/routectl/profiles.json")" \
+	"$(python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["routectl"]["owed_profiles"]))' <"$dir/owed.json")"
+run_rc rc --snapshot "$dir/owed.json" query route
+expect_eq "headset left in the call: the dump reads back (--snapshot)" "0 speaker" "$rc $out"
 settle
 mark
 connect "$a_addr" "$a_name" a2dp+hfp

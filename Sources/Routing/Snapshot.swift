@@ -15,6 +15,8 @@ public struct Snapshot: Equatable, Sendable {
     /// With `routectl`: what `watch --apply` last did, and the other policies `why` reported.
     public var decision: DecisionRecord?
     public var policies: [String] = []
+    /// With `routectl`: the profile each card that left during a call is owed (`profiles.json`).
+    public var owedProfiles: [CallRecord.CardProfile] = []
 
     public init(server: ServerInfo, sinks: [Sink] = [], sources: [Source] = [], cards: [Card] = [],
                 sinkInputs: [SinkInput] = [], sourceOutputs: [SourceOutput] = []) {

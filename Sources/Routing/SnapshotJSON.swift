@@ -66,6 +66,10 @@ extension Snapshot {
                 guard let line = item.value.stringValue else { throw item.error("expected a string") }
                 policies.append(line)
             }
+            // Absent in a dump of a routectl from before profiles.json: none owed.
+            owedProfiles = try state.list("owed_profiles").map { item throws(SnapshotFormatError) in
+                CallRecord.CardProfile(card: try item.string("card"), profile: try item.string("profile"))
+            }
         }
     }
 
@@ -91,6 +95,7 @@ extension Snapshot {
                              ("output", d.output.map(JSON.string) ?? .null), ("at", .int(d.at))])
                 } ?? .null),
                 ("policies", .array(policies.map(JSON.string))),
+                ("owed_profiles", CallRecord.CardProfile.json(owedProfiles)),
             ]))]
         } ?? []))
     }

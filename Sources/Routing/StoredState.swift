@@ -96,6 +96,11 @@ public struct CallRecord: Equatable, Sendable {
             self.card = card
             self.profile = profile
         }
+
+        /// A list as `call.json`, `profiles.json` and the dump write it: `[{"card": ..., "profile": ...}]`.
+        public static func json(_ profiles: [Self]) -> JSON {
+            .array(profiles.map { .object([("card", .string($0.card)), ("profile", .string($0.profile))]) })
+        }
     }
 
     /// When the call began, in milliseconds of the real-time clock.

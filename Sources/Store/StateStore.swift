@@ -328,10 +328,6 @@ extension CallRecord.CardProfile {
         }
         return profiles
     }
-
-    static func json(_ profiles: [Self]) -> JSON {
-        .array(profiles.map { .object([("card", .string($0.card)), ("profile", .string($0.profile))]) })
-    }
 }
 
 extension DecisionRecord: StateRecord {

@@ -115,6 +115,7 @@ enum RouteCtl {
                 let store = State.store()
                 snapshot.routectl = try State.preferences(store, current: nil, quiet: true)
                 snapshot.decision = store.loadDecision()
+                snapshot.owedProfiles = store.loadOwedProfiles()
                 if let connection = try? ServerAccess.connect(options) {
                     snapshot.policies = WhyCommand.otherPolicies(connection, snapshot, store, options)
                 }

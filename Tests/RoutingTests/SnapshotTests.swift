@@ -13,6 +13,26 @@ import Testing
         #expect(Status(snapshot: again) == Status(snapshot: s))
     }
 
+    /// A bug report shows what routectl owes: a dump's `routectl` member carries `profiles.json`'s
+    /// cards, and a dump from before it (no `owed_profiles`) owes none.
+    @Test func aDumpCarriesTheProfilesCardsAreOwed() throws {
+        var s = try fixture("bluetooth-pipewire")
+        s.routectl = Preferences()
+        s.owedProfiles = [CallRecord.CardProfile(card: "bluez_card.00_11_22_33_44_55", profile: "a2dp-sink")]
+        let text = s.json.text
+        #expect(text.contains(#""owed_profiles":[{"card":"bluez_card.00_11_22_33_44_55","profile":"a2dp-sink"}]"#))
+        #expect(try Snapshot(json: text).owedProfiles == s.owedProfiles)
+        guard case var .object(members) = s.json, let i = members.firstIndex(where: { $0.0 == "routectl" }),
+              case let .object(state) = members[i].1 else { Issue.record("no routectl member"); return }
+        members[i].1 = .object(state.filter { $0.0 != "owed_profiles" })
+        let older = JSON.object(members).text
+        #expect(!older.contains("owed_profiles"))
+        #expect(try Snapshot(json: older).owedProfiles == [])
+        #expect(throws: SnapshotFormatError(path: "routectl.owed_profiles[0]", problem: "missing member 'profile'")) {
+            try Snapshot(json: #"{"server":{"server_name":"x"},"routectl":{"owed_profiles":[{"card":"c"}]}}"#)
+        }
+    }
+
     @Test func errorsNameTheMember() {
         #expect(throws: SnapshotFormatError(path: "", problem: "missing member 'server'")) {
             try Snapshot(json: "{}")
