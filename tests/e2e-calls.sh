@@ -428,5 +428,19 @@ else
 fi
 stop_watchers
 disconnect "$a_addr"
+echo "-- laptop: profiles.json cannot be written (a directory in its place): call end says so, and ends the call"
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
+mkdir "$XDG_RUNTIME_DIR/routectl/profiles.json"
+run_rc rc call start
+expect_eq "profiles.json a directory: call start exit 0, nothing owed to read" "0 " "$rc $err"
+disconnect "$a_addr"
+run_rc rc call end
+expect_eq "profiles.json a directory: call end exit 0" 0 "$rc"
+expect_eq "profiles.json a directory: call end says what it could not record, once" \
+	"routectl: cannot record the profiles owed to cards that left during a call ($XDG_RUNTIME_DIR/routectl/profiles.json: cannot read: not a regular file (a directory)); a headset that left may come back in its call profile" \
+	"$err"
+expect_match "profiles.json a directory: the call is over" "^call +no" "$(rc call status | head -1)"
+rmdir "$XDG_RUNTIME_DIR/routectl/profiles.json"
 
 summary

@@ -26,7 +26,7 @@ public protocol PreferenceStore: AnyObject {
     /// The profiles owed to cards that left during a call (rule 8: HFP for the call only), one per
     /// card: the profile each had before the call, put back when it returns. Advisory.
     func owedProfiles() -> [CallRecord.CardProfile]
-    /// Changes them under their lock, read fresh (advisory: failures are ignored).
+    /// Changes them under their lock, read fresh (advisory: a failure is said, never thrown).
     func updateOwedProfiles(_ change: ([CallRecord.CardProfile]) -> [CallRecord.CardProfile])
     /// Replaces the stored override (nil removes it): a call sets it aside and puts it back.
     func replaceOverride(_ record: OverrideRecord?) throws

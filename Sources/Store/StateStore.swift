@@ -123,10 +123,12 @@ public struct StateStore: Sendable {
                                            merging merge: ((Record, Record?) -> Record)? = nil) throws(StateError) {
         guard let file else { return }
         let save = { () throws(StateError) in
-            do {
+            do throws(StateError) {
                 try file.save(record, merging: merge)
             } catch {
-                try file.remove()
+                // What cannot be removed (a directory in its place) is reported as what could not be written.
+                let unwritable = error
+                do { try file.remove() } catch _ { throw unwritable }
                 try file.save(record, merging: merge)
             }
         }

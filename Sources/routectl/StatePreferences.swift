@@ -29,8 +29,14 @@ final class StatePreferences: PreferenceStore {
 
     func owedProfiles() -> [CallRecord.CardProfile] { store.loadOwedProfiles() }
 
+    /// Advisory, but said when it fails: what is not recorded, `watch --apply` cannot put back.
     func updateOwedProfiles(_ change: ([CallRecord.CardProfile]) -> [CallRecord.CardProfile]) {
-        try? store.updateOwedProfiles(change)
+        do {
+            try store.updateOwedProfiles(change)
+        } catch {
+            Console.err("routectl: cannot record the profiles owed to cards that left during a call (\(error)); "
+                        + "a headset that left may come back in its call profile\n")
+        }
     }
 
     func replaceOverride(_ record: OverrideRecord?) throws {
