@@ -226,6 +226,51 @@ cp "$dir/call.saved" "$XDG_RUNTIME_DIR/routectl/call.json"
 run_rc rc call end
 expect_eq "call.json repaired: call end exit 0" 0 "$rc"
 expect_eq "call.json repaired: HiFi (server)" HiFi "$(profile_of "$card")"
+rc call start >/dev/null
+printf 'zz' >"$XDG_RUNTIME_DIR/routectl/override.json"
+run_rc rc call end
+expect_eq "corrupt override.json in a call: call end exit 5" 5 "$rc"
+expect_match "corrupt override.json in a call: the message names it" "override.json" "$err"
+expect_eq "corrupt override.json in a call: left as it was" zz "$(cat "$XDG_RUNTIME_DIR/routectl/override.json")"
+expect_match "corrupt override.json in a call: the call is still on" "^call +yes" "$(rc call status | head -1)"
+rm -f "$XDG_RUNTIME_DIR/routectl/override.json"
+rc call end >/dev/null
+# A Ctrl-C while call end puts things back does not leave call.json naming a call whose profiles are
+# back: the end is carried through. The signal goes the moment a client sees the card change (call
+# end's first step); on PipeWire call end then still waits out WirePlumber's restores.
+rc call start >/dev/null
+python3 - "$routectl" >"$dir/int.txt" <<'PY'
+import signal, subprocess, sys, time
+sub = subprocess.Popen(["pactl", "subscribe"], stdout=subprocess.PIPE, text=True)
+time.sleep(0.3)  # pactl subscribe says nothing when it is ready
+end = subprocess.Popen([sys.argv[1], "call", "end"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+for line in sub.stdout:
+    if "on card" in line:
+        end.send_signal(signal.SIGINT)
+        break
+err = end.communicate()[1]
+sub.terminate()
+print(end.returncode)
+print(err.strip())
+PY
+expect_eq "Ctrl-C during call end: carried through (exit 0)" 0 "$(sed -n 1p "$dir/int.txt")"
+expect_match "Ctrl-C during call end: no call left" "^call +no" "$(rc call status | head -1)"
+expect_eq "Ctrl-C during call end: HiFi (server)" HiFi "$(profile_of "$card")"
+if [ "$server" = pipewire ]; then
+	expect_eq "Ctrl-C during call end: it says so" \
+		"routectl: note: Ctrl-C (SIGINT) came while the change was being made; it was carried through" "$(sed -n 2p "$dir/int.txt")"
+fi
+# A dump carries when the call began: --snapshot answers as the live server does.
+rc call start --speaker >/dev/null
+rc dump >"$dir/in-call.json"
+expect_eq "dump in a call: call status --json from it, as live" "$(rc --json call status)" "$(rc --snapshot "$dir/in-call.json" --json call status)"
+expect_eq "dump in a call: why from it, as live" "$(rc why | grep -v '^policies')" "$(rc --snapshot "$dir/in-call.json" why | grep -v '^policies')"
+# A start time before 1970 (a hand-edited file) is still printed as a time.
+python3 -c 'import json, sys; f = sys.argv[1]; d = json.load(open(f)); d["started_at"] = -5; json.dump(d, open(f, "w"))' \
+	"$XDG_RUNTIME_DIR/routectl/call.json"
+expect_eq "call.json started_at -5: since" '"1969-12-31T23:59:59.995Z"' \
+	"$(rc --json call status | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["since"]))')"
+rc call end >/dev/null
 run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 call start
 expect_eq "call start with no server: exit 4" 4 "$rc"
 expect_eq "call start with no server: no call recorded" no "$([ -e "$XDG_RUNTIME_DIR/routectl/call.json" ] && echo yes || echo no)"

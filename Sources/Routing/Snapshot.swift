@@ -17,6 +17,10 @@ public struct Snapshot: Equatable, Sendable {
     public var policies: [String] = []
     /// With `routectl`: the profile each card that left during a call is owed (`profiles.json`).
     public var owedProfiles: [CallRecord.CardProfile] = []
+    /// With `routectl`: when the override was set and the call began (ms since 1970), for the `since`
+    /// that `why` and `call status` say.
+    public var overrideSetAt: Int64?
+    public var callStartedAt: Int64?
 
     public init(server: ServerInfo, sinks: [Sink] = [], sources: [Source] = [], cards: [Card] = [],
                 sinkInputs: [SinkInput] = [], sourceOutputs: [SourceOutput] = []) {

@@ -66,6 +66,8 @@ extension Snapshot {
                 guard let line = item.value.stringValue else { throw item.error("expected a string") }
                 policies.append(line)
             }
+            overrideSetAt = try state.optionalInt("override_set_at")
+            callStartedAt = try state.optionalInt("call_started_at")
             // Absent in a dump of a routectl from before profiles.json: none owed.
             owedProfiles = try state.list("owed_profiles").map { item throws(SnapshotFormatError) in
                 CallRecord.CardProfile(card: try item.string("card"), profile: try item.string("profile"))
@@ -82,22 +84,29 @@ extension Snapshot {
             ("cards", .array(cards.map(\.json))),
             ("sink_inputs", .array(sinkInputs.map(\.json))),
             ("source_outputs", .array(sourceOutputs.map(\.json))),
-        ] + (routectl.map { p in
-            [("routectl", .object([
-                ("default", .string(p.defaultTarget.rawValue)),
-                ("override", p.override.map { .string($0.rawValue) } ?? .null),
-                ("preferred_input", p.preferredInput.map(JSON.string) ?? .null),
-                ("call", .bool(p.inCall)),
-                ("call_target", p.callTarget.map { .string($0.rawValue) } ?? .null),
-                ("priority", .array(p.priority.map(JSON.string))),
-                ("decision", decision.map { d in
-                    .object([("reason", .string(d.reason.rawValue)), ("cause", d.cause.map(JSON.string) ?? .null),
-                             ("output", d.output.map(JSON.string) ?? .null), ("at", .int(d.at))])
-                } ?? .null),
-                ("policies", .array(policies.map(JSON.string))),
-                ("owed_profiles", CallRecord.CardProfile.json(owedProfiles)),
-            ]))]
-        } ?? []))
+        ] + (routectl.map { [("routectl", stateJSON($0))] } ?? []))
+    }
+
+    /// The dump's `routectl` member (DESIGN.md §4): what `--snapshot` answers routectl's own questions from.
+    func stateJSON(_ p: Preferences) -> JSON {
+        let decision: JSON = self.decision.map { d in
+            .object([("reason", .string(d.reason.rawValue)), ("cause", d.cause.map(JSON.string) ?? .null),
+                     ("output", d.output.map(JSON.string) ?? .null), ("at", .int(d.at))])
+        } ?? .null
+        let members: [(String, JSON)] = [
+            ("default", .string(p.defaultTarget.rawValue)),
+            ("override", p.override.map { .string($0.rawValue) } ?? .null),
+            ("override_set_at", overrideSetAt.map(JSON.int) ?? .null),
+            ("preferred_input", p.preferredInput.map(JSON.string) ?? .null),
+            ("call", .bool(p.inCall)),
+            ("call_target", p.callTarget.map { .string($0.rawValue) } ?? .null),
+            ("call_started_at", callStartedAt.map(JSON.int) ?? .null),
+            ("priority", .array(p.priority.map(JSON.string))),
+            ("decision", decision),
+            ("policies", .array(policies.map(JSON.string))),
+            ("owed_profiles", CallRecord.CardProfile.json(owedProfiles)),
+        ]
+        return .object(members)
     }
 }
 
@@ -139,6 +148,12 @@ struct Reader {
         guard let r = optional(key) else { return nil }
         guard let s = r.value.stringValue else { throw r.error("expected a string") }
         return s
+    }
+
+    func optionalInt(_ key: String) throws(SnapshotFormatError) -> Int64? {
+        guard let r = optional(key) else { return nil }
+        guard let i = r.value.intValue else { throw r.error("expected an integer") }
+        return i
     }
 
     func index(_ key: String) throws(SnapshotFormatError) -> UInt32 {

@@ -21,6 +21,7 @@ enum CallCommand {
         let lock = try locked(preferences)
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
+        Interrupts.hold()
         let started: CallMode.Started
         do {
             started = try CallMode(server: connection, store: preferences, clocks: .system).start(speaker: speaker, timeout: options.timeout)
@@ -49,6 +50,7 @@ enum CallCommand {
                                                : Console.table([["call", "no"]]))
         }
         let connection = try ServerAccess.connect(options)
+        Interrupts.hold()
         let result: RouteApplier.Result?
         do {
             result = try CallMode(server: connection, store: preferences, clocks: .system).end(timeout: options.timeout)
@@ -74,8 +76,8 @@ enum CallCommand {
         let status = Status(snapshot: snapshot)
         if options.snapshot != nil {
             let preferences = snapshot.routectl ?? Preferences()
-            let record = preferences.callTarget.map { CallRecord(startedAt: 0, speaker: $0 == .speaker) }
-            return RouteCtl.write(render(active: record != nil, record: record, status, options, since: false))
+            let record = preferences.callTarget.map { CallRecord(startedAt: snapshot.callStartedAt ?? 0, speaker: $0 == .speaker) }
+            return RouteCtl.write(render(active: record != nil, record: record, status, options, since: snapshot.callStartedAt != nil))
         }
         let record = try State.call(State.store())
         return RouteCtl.write(render(active: record != nil, record: record, status, options))
@@ -100,8 +102,11 @@ enum CallCommand {
         return Console.table(rows)
     }
 
+    /// Floored: a time before 1970 (a hand-edited file) is still a valid one, its milliseconds 0–999.
     static func timespecOf(milliseconds: Int64) -> timespec {
-        timespec(tv_sec: Int(milliseconds / 1000), tv_nsec: Int(milliseconds % 1000) * 1_000_000)
+        let (seconds, rest) = milliseconds.quotientAndRemainder(dividingBy: 1000)
+        return rest < 0 ? timespec(tv_sec: Int(seconds - 1), tv_nsec: Int(rest + 1000) * 1_000_000)
+                        : timespec(tv_sec: Int(seconds), tv_nsec: Int(rest) * 1_000_000)
     }
 
     /// The route lock `set` and `clear` take, with `call.json` and the override checked readable first.
@@ -109,6 +114,8 @@ enum CallCommand {
         do {
             let lock = try preferences.lockRoute()
             _ = try preferences.callRecord()
+            // call end removes an override set during the call: a corrupt one is an error, never removed.
+            _ = try preferences.overrideRecord()
             _ = try preferences.store.loadPersistent()
             return lock
         } catch let error as StateError {

@@ -40,6 +40,7 @@ extension RouteCommands {
         }
         defer { withExtendedLifetime(lock) {} }
         let connection = try ServerAccess.connect(options)
+        Interrupts.hold()
         let (snapshot, input): (Snapshot, Input) = try onServer {
             let before = try connection.snapshot(timeout: options.timeout)
             let status = Status(snapshot: before)

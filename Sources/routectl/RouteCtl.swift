@@ -11,6 +11,9 @@ enum RouteCtl {
         do throws(Failure) {
             let invocation = try ArgumentParser.parse(args)
             let status = try execute(invocation)
+            if let signal = Interrupts.arrived, !invocation.options.quiet {
+                Console.err("routectl: note: \(Interrupts.name(signal)) came while the change was being made; it was carried through\n")
+            }
             // A full disk or a broken terminal is said and fails the command, whatever it was.
             if let failure = Console.outputFailure {
                 Console.err("routectl: \(failure)\n")
@@ -116,6 +119,10 @@ enum RouteCtl {
                 snapshot.routectl = try State.preferences(store, current: nil, quiet: true)
                 snapshot.decision = store.loadDecision()
                 snapshot.owedProfiles = store.loadOwedProfiles()
+                // State.preferences read them already: a corrupt one was said there.
+                let record = store.overrideFile == nil ? nil : try? store.loadOverride()
+                snapshot.overrideSetAt = record.flatMap { r in snapshot.routectl?.override == nil ? nil : WhyCommand.milliseconds(r) }
+                snapshot.callStartedAt = (store.call == nil ? nil : try? store.loadCall())?.startedAt
                 if let connection = try? ServerAccess.connect(options) {
                     snapshot.policies = WhyCommand.otherPolicies(connection, snapshot, store, options)
                 }

@@ -27,6 +27,13 @@ enum WhyCommand {
             preferences = snapshot.routectl ?? Preferences()
             decision = snapshot.decision
             policies = snapshot.policies
+            // Only their times are in the dump, which is all `explain` reads of them.
+            if let target = preferences.override, let at = snapshot.overrideSetAt {
+                override = OverrideRecord(target: target, setAt: at / 1000, externals: [])
+            }
+            if let target = preferences.callTarget, let at = snapshot.callStartedAt {
+                call = CallRecord(startedAt: at, speaker: target == .speaker)
+            }
         } else {
             let connection = try ServerAccess.connect(options)
             snapshot = try RouteCommands.onServer { try connection.snapshot(timeout: options.timeout) }
@@ -73,6 +80,12 @@ enum WhyCommand {
         return RouteCtl.write(Console.table(rows))
     }
 
+    /// When the override was set, in milliseconds (`setAt` is in seconds); nil past what that holds.
+    static func milliseconds(_ record: OverrideRecord) -> Int64? {
+        let (ms, overflow) = record.setAt.multipliedReportingOverflow(by: 1000)
+        return overflow ? nil : ms
+    }
+
     /// The rule that explains the route now, most specific first.
     static func explain(_ status: Status, _ preferences: Preferences, override: OverrideRecord?, call: CallRecord?,
                         decision: DecisionRecord?) -> Answer {
@@ -90,10 +103,7 @@ enum WhyCommand {
         }
         if let target = preferences.override, RouteTarget(route: output.route) == target {
             return Answer(rule: "override", explanation: "'routectl set \(target.rawValue)' (temporary: until clear or a device change)",
-                          since: override.flatMap { record in
-                              let (ms, overflow) = record.setAt.multipliedReportingOverflow(by: 1000)
-                              return overflow ? nil : ms
-                          })
+                          since: override.flatMap(milliseconds))
         }
         // The priority list explains the output it ranks first, and no other: one listed lower, or an
         // unlisted one, carrying the sound while the list's first is present was someone else's pick.
