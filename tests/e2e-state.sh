@@ -157,7 +157,26 @@ run_rc timeout 5 "$routectl" watch --apply
 expect_rc "corrupt override.json: watch --apply exits 5 at once" 5
 expect_match "corrupt override.json: watch --apply names the path" "$override" "$err"
 
-rm -f "$override" "$run_dir/apply.lock"
+rm -f "$override"
+
+echo "-- a state file that becomes unreadable while watch --apply runs: said once, the watcher goes on"
+"$routectl" watch --apply >"$dir/mid.txt" 2>"$dir/mid.err" &
+watcher=$!
+wait_line "$dir/mid.txt" 1 "^route .* reason=initial"
+printf 'nonsense' >"$override"
+plug headset mid-phones
+sleep 2.5
+expect_eq "override.json unreadable while watching: watch --apply still runs" yes "$(kill -0 "$watcher" 2>/dev/null && echo yes || echo no)"
+expect_eq "override.json unreadable while watching: said once, naming it" \
+	"routectl: $override: not valid JSON (invalid literal at byte 0); fix or remove it" "$(cat "$dir/mid.err")"
+rm -f "$override"
+wait_line "$dir/mid.txt" 1 "^route headset .*reason=new-device-available" || true
+expect_eq "override.json readable again: the plug that came meanwhile is answered" headset "$(rc query route)"
+expect_eq "override.json readable again: one route event for it" 1 "$(lines "$dir/mid.txt" | grep -c '^route headset' || true)"
+kill "$watcher" 2>/dev/null || true; wait "$watcher" 2>/dev/null || true; watcher=
+unplug mid-phones
+
+rm -f "$run_dir/apply.lock"
 ln -s "$outside/apply-target" "$run_dir/apply.lock"
 run_rc timeout 5 "$routectl" watch --apply
 expect_rc "symlinked apply.lock: watch --apply exits 5 at once" 5

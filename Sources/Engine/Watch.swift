@@ -55,6 +55,8 @@ public struct Watch {
     var callRecordSeen = false
     /// When (monotonic) a call event that waits for its route event is due anyway (`reportCall`).
     var callEventDue: Double?
+    /// The state file error last said, while the files cannot be read: said once, not each round.
+    var stateTrouble: String?
     /// With --apply: the server moved the route off a card's output, the output still there, and
     /// nothing answered (it looked like another client's pick). WirePlumber does this at times a
     /// notification before it reports the output gone: another port of the card for a pulled jack,
@@ -127,6 +129,15 @@ public struct Watch {
                 // Requests that came while the last round was busy (an inner wait took their wake-up),
                 // and hold-downs that passed meanwhile, are handled before waiting again.
                 remote?.serve()
+                if stateTrouble != nil {
+                    // The state files read again: what changed while they could not is handled now,
+                    // against the last state handled. (Still unreadable: caught below, tried again.)
+                    _ = try preferences()
+                    stateTrouble = nil
+                    let next = try server.snapshot(timeout: timeout)
+                    guard try handle(Change(previous: snapshot, current: next), next) else { break }
+                    continue
+                }
                 guard try holdDownsPassed() else { break }
                 if owedCheck {
                     // A card owed its profile that came back while no policy ran, or during the call
@@ -156,7 +167,16 @@ public struct Watch {
                 let next = try server.snapshotAfterChange(timeout: timeout)
                 guard try handle(Change(previous: snapshot, current: next), next) else { break }
             } catch let error as EngineError {
-                if case .state = error { throw error }
+                if case .state = error {
+                    // A state file that became unreadable while watching (one that cannot be read at the
+                    // start ends watch --apply, exit 5): said once, and tried again each second. Nothing
+                    // that needs it is done meanwhile; the events and the D-Bus service go on. Ending
+                    // here would take the phone shell's call audio service down with it.
+                    if stateTrouble != error.description { warn("\(error)") }
+                    stateTrouble = error.description
+                    guard server.pause(seconds: 1) else { break }
+                    continue
+                }
                 guard server.isConnected else {
                     guard try recover(from: "\(error)") else { break }
                     continue
@@ -855,8 +875,8 @@ public struct Watch {
     }
 
     /// The server went away: say so, reconnect with backoff (capped at 2 s), re-apply what --apply
-    /// owns, and say `recovered` only once connected and re-applied. Only connection failures are
-    /// retried; a state file that cannot be read ends watch (exit 5). False when asked to stop.
+    /// owns, and say `recovered` only once connected and re-applied (a state file that cannot be read
+    /// is said once and tried again with the backoff, as a refusal is). False when asked to stop.
     mutating func recover(from reason: String) throws(EngineError) -> Bool {
         guard emit(.interrupted(reason: reason)) else { return false }
         var delay = 0.1
@@ -878,8 +898,8 @@ public struct Watch {
             policy = PolicyState(status: freshStatus)
             if apply {
                 clearStaleOverride(freshStatus)
-                let preferences = try self.preferences()
                 do {
+                    let preferences = try self.preferences()
                     let request = Policy.choice(freshStatus, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
                     snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                                  inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot

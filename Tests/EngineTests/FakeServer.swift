@@ -181,7 +181,13 @@ final class FakeServer: AudioServer {
         isConnected = true
     }
 
-    func pause(seconds: Double) -> Bool { !shouldStop }
+    /// Runs at each pause (a state file repaired meanwhile).
+    var onPause: (() -> Void)?
+
+    func pause(seconds: Double) -> Bool {
+        onPause?()
+        return !shouldStop
+    }
 }
 
 /// routectl's state in memory, recording the intents it is told.
