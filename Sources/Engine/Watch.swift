@@ -901,8 +901,10 @@ public struct Watch {
                 do {
                     let preferences = try self.preferences()
                     let request = Policy.choice(freshStatus, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
+                    // During a call the route put back is the call's: other watchers report it so.
                     snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                                 inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
+                                                 reason: preferences.inCall ? .call : .override, inCall: preferences.inCall,
+                                                 claimDefault: true, keepCardsOff: true).snapshot
                     if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
                        snapshot.server.defaultSourceName != input {
                         snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) {

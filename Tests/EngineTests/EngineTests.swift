@@ -597,6 +597,23 @@ import Testing
     /// A state file that becomes unreadable while `watch --apply` runs does not end it (the D-Bus
     /// service a phone shell uses lives in it): said once, tried again each second, and the change
     /// that came meanwhile is handled once the file reads again.
+    /// The server restarted during a call and came back with the phone in HiFi: watch --apply puts the
+    /// call's route back, and its intent says `call`, so that plain `watch` beside it reports the move
+    /// with the reason the call has (not `override`).
+    @Test func aCallPutBackAfterTheServerCameBackIsTheCallsMove() throws {
+        let voiceCall = try fixture("sim/pulseaudio-phone-voicecall")
+        let hifi = try fixture("sim/pulseaudio-phone")
+        let server = FakeServer(voiceCall)
+        server.profiles["alsa_card.sim-phone/Voice Call"] = voiceCall
+        server.script = [.run { server.current = hifi }, .disconnect]
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, applied: true)
+        let events = try run(server, store, apply: true)
+        #expect(server.applied.first?.first == .setCardProfile(card: "alsa_card.sim-phone", profile: "Voice Call"))
+        #expect(events.map(\.type) == ["route", "call", "interrupted", "recovered"])
+        #expect(store.intents.map(\.reason) == [.call, .call], "announced as the call's move, and done")
+    }
+
     @Test func aStateFileThatCannotBeReadIsSaidOnceAndTheChangeHandledOnceItReads() throws {
         let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
         server.script = [.change(try fixture("sim/pulseaudio-laptop-headphones"))]
