@@ -235,19 +235,30 @@ expect_eq "corrupt override.json in a call: left as it was" zz "$(cat "$XDG_RUNT
 expect_match "corrupt override.json in a call: the call is still on" "^call +yes" "$(rc call status | head -1)"
 rm -f "$XDG_RUNTIME_DIR/routectl/override.json"
 rc call end >/dev/null
+printf 'zz' >"$XDG_RUNTIME_DIR/routectl/override.json"
+run_rc rc call end
+expect_eq "corrupt override.json and no call: call end is still the no-op (exit 0)" "0 routectl: note: no call in progress" "$rc $err"
+rm -f "$XDG_RUNTIME_DIR/routectl/override.json"
 # A Ctrl-C while call end puts things back does not leave call.json naming a call whose profiles are
-# back: the end is carried through. The signal goes the moment a client sees the card change (call
-# end's first step); on PipeWire call end then still waits out WirePlumber's restores.
+# back: the end is carried through. Once the server is quiet after call start, the signal goes the
+# moment a client sees a card change, which is call end's (its first step); on PipeWire call end then
+# still waits out WirePlumber's restores. A change that never comes sends no signal (and fails below).
 rc call start >/dev/null
 python3 - "$routectl" >"$dir/int.txt" <<'PY'
-import signal, subprocess, sys, time
-sub = subprocess.Popen(["pactl", "subscribe"], stdout=subprocess.PIPE, text=True)
+import os, select, signal, subprocess, sys, time
+sub = subprocess.Popen(["pactl", "subscribe"], stdout=subprocess.PIPE)
+fd = sub.stdout.fileno()
 time.sleep(0.3)  # pactl subscribe says nothing when it is ready
+while select.select([fd], [], [], 0.3)[0] and os.read(fd, 4096):
+    pass  # call start's tail, until 0.3 s pass without a line
 end = subprocess.Popen([sys.argv[1], "call", "end"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-for line in sub.stdout:
-    if "on card" in line:
-        end.send_signal(signal.SIGINT)
+seen, deadline = b"", time.monotonic() + 5
+while b"on card" not in seen and end.poll() is None:
+    if not select.select([fd], [], [], max(0, deadline - time.monotonic()))[0]:
         break
+    seen += os.read(fd, 4096)
+if b"on card" in seen:
+    end.send_signal(signal.SIGINT)
 err = end.communicate()[1]
 sub.terminate()
 print(end.returncode)

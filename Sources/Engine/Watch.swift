@@ -57,6 +57,10 @@ public struct Watch {
     var callEventDue: Double?
     /// The state file error last said, while the files cannot be read: said once, not each round.
     var stateTrouble: String?
+    /// The rules are owed a re-apply once the state files read again (the server came back meanwhile).
+    var reapplyOwed = false
+    /// What the D-Bus service last showed of routectl's own state.
+    var shownPreferences = Preferences()
     /// With --apply: the server moved the route off a card's output, the output still there, and
     /// nothing answered (it looked like another client's pick). WirePlumber does this at times a
     /// notification before it reports the output gone: another port of the card for a pulled jack,
@@ -110,7 +114,6 @@ public struct Watch {
     }
 
     /// Prints the initial route, then follows the server until asked to stop or the sink fails.
-    /// Throws only for routectl's own state (the front end exits 5).
     public mutating func run() throws(EngineError) {
         let status = Status(snapshot: snapshot)
         guard emit(.route(route: status.route, previous: nil, reason: .initial, output: status.output)) else { return }
@@ -120,7 +123,10 @@ public struct Watch {
             // Call mode began or ended since the last round (after its route event, once no move is held).
             guard reportCall() else { break }
             if let remote {
-                var shown = (try? store.preferences()) ?? Preferences()
+                // While a state file cannot be read, the last preferences that could: not the defaults
+                // (a phone shell would take `AudioMode` 0 for the call's end).
+                if let read = try? store.preferences() { shownPreferences = read }
+                var shown = shownPreferences
                 // The bus shows a call once its `call` event is out: with the call's route, not before it.
                 if !callActive { shown.callTarget = nil }
                 remote.update(Status(snapshot: snapshot), shown)
@@ -130,10 +136,16 @@ public struct Watch {
                 // and hold-downs that passed meanwhile, are handled before waiting again.
                 remote?.serve()
                 if stateTrouble != nil {
-                    // The state files read again: what changed while they could not is handled now,
-                    // against the last state handled. (Still unreadable: caught below, tried again.)
+                    // The state files read again: the rules are applied again if the server came back
+                    // meanwhile, and what changed while they could not be read is handled now, as one
+                    // change against the last state handled. (Still unreadable: caught below, tried again.)
                     _ = try preferences()
                     stateTrouble = nil
+                    if reapplyOwed {
+                        reapplyOwed = false
+                        let reason = try reapplyRules()
+                        guard reportRoute(Status(snapshot: snapshot), reason: reason) else { break }
+                    }
                     let next = try server.snapshot(timeout: timeout)
                     guard try handle(Change(previous: snapshot, current: next), next) else { break }
                     continue
@@ -169,9 +181,10 @@ public struct Watch {
             } catch let error as EngineError {
                 if case .state = error {
                     // A state file that became unreadable while watching (one that cannot be read at the
-                    // start ends watch --apply, exit 5): said once, and tried again each second. Nothing
-                    // that needs it is done meanwhile; the events and the D-Bus service go on. Ending
-                    // here would take the phone shell's call audio service down with it.
+                    // start ends watch --apply, exit 5): said once, and tried again each second. The
+                    // events wait (what changes meanwhile is reported as one change once it reads); the
+                    // D-Bus service goes on answering. Ending here would take the phone shell's call
+                    // audio service down with it.
                     if stateTrouble != error.description { warn("\(error)") }
                     stateTrouble = error.description
                     guard server.pause(seconds: 1) else { break }
@@ -497,6 +510,9 @@ public struct Watch {
         let now = clocks.monotonic()
         let passed = departures.filter { $0.value.deadline <= now }
         guard !passed.isEmpty else { return true }
+        // The rules need the state files: an override is not cleared while the move it makes owed
+        // cannot be made (they are tried again; the departures wait for them).
+        _ = try preferences()
         for id in passed.keys { departures[id] = nil }
         // Only the override the devices left under; one set since then is the user's newer wish.
         let standing = try? store.overrideRecord()
@@ -899,18 +915,15 @@ public struct Watch {
             if apply {
                 clearStaleOverride(freshStatus)
                 do {
-                    let preferences = try self.preferences()
-                    let request = Policy.choice(freshStatus, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
-                    // During a call the route put back is the call's: other watchers report it so.
-                    snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                                 reason: preferences.inCall ? .call : .override, inCall: preferences.inCall,
-                                                 claimDefault: true, keepCardsOff: true).snapshot
-                    if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
-                       snapshot.server.defaultSourceName != input {
-                        snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) {
-                            $0.server.defaultSourceName == input
-                        }
-                    }
+                    try reapplyRules()
+                } catch .state(let cause) {
+                    // Connected again, but the rules need a state file that cannot be read: reconnecting
+                    // again would not help (and each new pipewire-pulse client opens issue 15's window
+                    // for others). The main loop tries the file each second and applies them then.
+                    let trouble = EngineError.state(cause).description
+                    if stateTrouble != trouble { warn(trouble) }
+                    stateTrouble = trouble
+                    reapplyOwed = true
                 } catch {
                     guard server.isConnected else { continue }
                     // Not recovered until the rules are back: say why once, and try again after the backoff.
@@ -923,6 +936,28 @@ public struct Watch {
             return emit(.recovered(route: status.route, output: status.output))
         }
         return false
+    }
+
+    /// What --apply owns, applied again on the server as it is (after it came back): the rules' route
+    /// (during a call the call's, and announced as the call's move) and the preferred input. Returns
+    /// the reason the move was announced with.
+    @discardableResult
+    mutating func reapplyRules() throws(EngineError) -> RouteChangeReason {
+        let preferences = try self.preferences()
+        let status = Status(snapshot: snapshot)
+        let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
+        let reason: RouteChangeReason = preferences.inCall ? .call : .override
+        snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
+                                     reason: reason, inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
+        if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
+           snapshot.server.defaultSourceName != input {
+            do {
+                snapshot = try server.apply([.setDefaultSource(input)], timeout: timeout) { $0.server.defaultSourceName == input }
+            } catch {
+                throw .server(error)
+            }
+        }
+        return reason
     }
 
     /// Prints one event, flushed; false when stdout is gone (a closed pipe ends watch quietly).

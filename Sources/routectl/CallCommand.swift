@@ -20,6 +20,8 @@ enum CallCommand {
         let preferences = StatePreferences(store)
         let lock = try locked(preferences)
         defer { withExtendedLifetime(lock) {} }
+        // The override a new call sets aside must be readable (a corrupt one is never removed).
+        try checkOverride(preferences)
         let connection = try ServerAccess.connect(options)
         Interrupts.hold()
         let started: CallMode.Started
@@ -49,6 +51,8 @@ enum CallCommand {
             return RouteCtl.write(options.json ? JSON.object([("call", .bool(false)), ("ended", .bool(false))]).text + "\n"
                                                : Console.table([["call", "no"]]))
         }
+        // call end removes an override set during the call: a corrupt one is an error, never removed.
+        try checkOverride(preferences)
         let connection = try ServerAccess.connect(options)
         Interrupts.hold()
         let result: RouteApplier.Result?
@@ -109,13 +113,18 @@ enum CallCommand {
                         : timespec(tv_sec: Int(seconds), tv_nsec: Int(rest) * 1_000_000)
     }
 
-    /// The route lock `set` and `clear` take, with `call.json` and the override checked readable first.
+    /// `override.json` readable (exit 5 otherwise), before a call changes anything.
+    static func checkOverride(_ preferences: StatePreferences) throws(Failure) {
+        do { _ = try preferences.overrideRecord() } catch let error as StateError { throw State.failure(error) } catch {
+            throw Failure(status: .stateFile, message: "\(error)")
+        }
+    }
+
+    /// The route lock `set` and `clear` take, with `call.json` and `state.json` checked readable first.
     static func locked(_ preferences: StatePreferences) throws(Failure) -> AnyObject {
         do {
             let lock = try preferences.lockRoute()
             _ = try preferences.callRecord()
-            // call end removes an override set during the call: a corrupt one is an error, never removed.
-            _ = try preferences.overrideRecord()
             _ = try preferences.store.loadPersistent()
             return lock
         } catch let error as StateError {

@@ -594,9 +594,6 @@ import Testing
         #expect(events.map(\.type) == ["route", "interrupted", "recovered"])
     }
 
-    /// A state file that becomes unreadable while `watch --apply` runs does not end it (the D-Bus
-    /// service a phone shell uses lives in it): said once, tried again each second, and the change
-    /// that came meanwhile is handled once the file reads again.
     /// The server restarted during a call and came back with the phone in HiFi: watch --apply puts the
     /// call's route back, and its intent says `call`, so that plain `watch` beside it reports the move
     /// with the reason the call has (not `override`).
@@ -614,6 +611,38 @@ import Testing
         #expect(store.intents.map(\.reason) == [.call, .call], "announced as the call's move, and done")
     }
 
+    /// The server came back while a state file could not be read: connected once (not again and again,
+    /// each a new client), `recovered` said, and the call's route put back once the file reads, as the
+    /// call's move.
+    @Test func aServerBackWhileAStateFileCannotBeReadIsConnectedOnceAndTheRulesWait() throws {
+        let voiceCall = try fixture("sim/pulseaudio-phone-voicecall")
+        let hifi = try fixture("sim/pulseaudio-phone")
+        let server = FakeServer(voiceCall)
+        server.profiles["alsa_card.sim-phone/Voice Call"] = voiceCall
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, applied: true)
+        server.script = [.run { server.current = hifi; store.corrupt = true }, .disconnect]
+        var pauses = 0
+        server.onPause = {
+            pauses += 1
+            if pauses == 4 { store.corrupt = false }
+        }
+        var events: [Event] = []
+        var warnings: [String] = []
+        var watch = Watch(server: server, store: store, clocks: ManualClock().clocks, apply: true, muteOnFallback: false, timeout: 1,
+                          snapshot: try server.snapshot(timeout: 1),
+                          sink: { events.append($0); return true }, warn: { warnings.append($0) })
+        try watch.run()
+        #expect(server.reconnects == 1)
+        #expect(warnings.count == 1, "\(warnings)")
+        #expect(server.applied.first?.first == .setCardProfile(card: "alsa_card.sim-phone", profile: "Voice Call"))
+        #expect(events.map(\.type) == ["route", "call", "interrupted", "recovered", "route"])
+        #expect(routes(events).last == "receiver (was speaker) call")
+    }
+
+    /// A state file that becomes unreadable while `watch --apply` runs does not end it (the D-Bus
+    /// service a phone shell uses lives in it): said once, tried again each second, and the change
+    /// that came meanwhile is handled once the file reads again.
     @Test func aStateFileThatCannotBeReadIsSaidOnceAndTheChangeHandledOnceItReads() throws {
         let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
         server.script = [.change(try fixture("sim/pulseaudio-laptop-headphones"))]

@@ -53,6 +53,8 @@ final class FakeServer: AudioServer {
     var dieDuringApply = false
     /// Refuses every reconnect until this many have been tried.
     var reconnectFailures = 0
+    /// Every reconnection asked for.
+    var reconnects = 0
     var script: [Step] = []
     var applied: [[Action]] = []
     /// Actions whose result the engine's `settled` rejected: on a server, a wait for the whole timeout.
@@ -174,6 +176,7 @@ final class FakeServer: AudioServer {
     }
 
     func reconnect(timeout: Double) throws {
+        reconnects += 1
         if reconnectFailures > 0 {
             reconnectFailures -= 1
             throw Failure(description: "Connection refused", isUnreachable: true)
