@@ -622,17 +622,7 @@ import Testing
         let store = FakeStore()
         store.call = CallRecord(startedAt: 1, speaker: false, applied: true)
         server.script = [.run { server.current = hifi; store.corrupt = true }, .disconnect]
-        var pauses = 0
-        server.onPause = {
-            pauses += 1
-            if pauses == 4 { store.corrupt = false }
-        }
-        var events: [Event] = []
-        var warnings: [String] = []
-        var watch = Watch(server: server, store: store, clocks: ManualClock().clocks, apply: true, muteOnFallback: false, timeout: 1,
-                          snapshot: try server.snapshot(timeout: 1),
-                          sink: { events.append($0); return true }, warn: { warnings.append($0) })
-        try watch.run()
+        let (events, warnings) = try runRepaired(afterPauses: 4, server, store)
         #expect(server.reconnects == 1)
         #expect(warnings.count == 1, "\(warnings)")
         #expect(server.applied.first?.first == .setCardProfile(card: "alsa_card.sim-phone", profile: "Voice Call"))
@@ -648,10 +638,18 @@ import Testing
         server.script = [.change(try fixture("sim/pulseaudio-laptop-headphones"))]
         let store = FakeStore()
         store.corrupt = true
+        let (events, warnings) = try runRepaired(afterPauses: 3, server, store)
+        #expect(warnings.count == 1, "said once, not at each try: \(warnings)")
+        #expect(routes(events) == ["speaker initial", "headset (was speaker) new-device-available"])
+    }
+
+    /// `watch --apply` with `store`'s files repaired at the `afterPauses`th one-second retry: its
+    /// events and its warnings.
+    func runRepaired(afterPauses wanted: Int, _ server: FakeServer, _ store: FakeStore) throws -> ([Event], [String]) {
         var pauses = 0
         server.onPause = {
             pauses += 1
-            if pauses == 3 { store.corrupt = false }
+            if pauses == wanted { store.corrupt = false }
         }
         var events: [Event] = []
         var warnings: [String] = []
@@ -659,9 +657,8 @@ import Testing
                           snapshot: try server.snapshot(timeout: 1),
                           sink: { events.append($0); return true }, warn: { warnings.append($0) })
         try watch.run()
-        #expect(warnings.count == 1, "said once, not at each try: \(warnings)")
-        #expect(pauses == 3)
-        #expect(routes(events) == ["speaker initial", "headset (was speaker) new-device-available"])
+        #expect(pauses >= wanted, "repaired only after that many retries")
+        return (events, warnings)
     }
 
     /// Plain `watch` beside a `set bluetooth` (another process): the set's intent holds the route
