@@ -185,8 +185,7 @@ public struct Watch {
                     // events wait (what changes meanwhile is reported as one change once it reads); the
                     // D-Bus service goes on answering. Ending here would take the phone shell's call
                     // audio service down with it.
-                    if stateTrouble != error.description { warn("\(error)") }
-                    stateTrouble = error.description
+                    sayStateTrouble(error)
                     guard server.pause(seconds: 1) else { break }
                     continue
                 }
@@ -920,9 +919,7 @@ public struct Watch {
                     // Connected again, but the rules need a state file that cannot be read: reconnecting
                     // again would not help (and each new pipewire-pulse client opens issue 15's window
                     // for others). The main loop tries the file each second and applies them then.
-                    let trouble = EngineError.state(cause).description
-                    if stateTrouble != trouble { warn(trouble) }
-                    stateTrouble = trouble
+                    sayStateTrouble(.state(cause))
                     reapplyOwed = true
                 } catch {
                     guard server.isConnected else { continue }
@@ -936,6 +933,12 @@ public struct Watch {
             return emit(.recovered(route: status.route, output: status.output))
         }
         return false
+    }
+
+    /// Notes a state file that cannot be read (`stateTrouble`), saying it once, not at each retry.
+    mutating func sayStateTrouble(_ error: EngineError) {
+        if stateTrouble != error.description { warn(error.description) }
+        stateTrouble = error.description
     }
 
     /// What --apply owns, applied again on the server as it is (after it came back): the rules' route

@@ -22,8 +22,7 @@ enum CallCommand {
         defer { withExtendedLifetime(lock) {} }
         // The override a new call sets aside must be readable (a corrupt one is never removed).
         try checkOverride(preferences)
-        let connection = try ServerAccess.connect(options)
-        Interrupts.hold()
+        let connection = try ServerAccess.connectToChange(options)
         let started: CallMode.Started
         do {
             started = try CallMode(server: connection, store: preferences, clocks: .system).start(speaker: speaker, timeout: options.timeout)
@@ -53,8 +52,7 @@ enum CallCommand {
         }
         // call end removes an override set during the call: a corrupt one is an error, never removed.
         try checkOverride(preferences)
-        let connection = try ServerAccess.connect(options)
-        Interrupts.hold()
+        let connection = try ServerAccess.connectToChange(options)
         let result: RouteApplier.Result?
         do {
             result = try CallMode(server: connection, store: preferences, clocks: .system).end(timeout: options.timeout)

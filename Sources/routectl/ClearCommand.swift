@@ -30,10 +30,7 @@ extension RouteCommands {
         }
         defer { withExtendedLifetime(lock) {} }
         let connection: PulseConnection
-        if let open { connection = open } else {
-            connection = try ServerAccess.connect(options)
-            Interrupts.hold()
-        }
+        if let open { connection = open } else { connection = try ServerAccess.connectToChange(options) }
         // Without the override the rules decide: an external device in use keeps the sound (rule 2);
         // else the most recently connected one (headphones a forced speaker was playing over), else the default.
         let before = try onServer { try connection.latestSnapshot(timeout: options.timeout) }

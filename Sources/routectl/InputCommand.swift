@@ -39,8 +39,7 @@ extension RouteCommands {
             throw State.failure(error)
         }
         defer { withExtendedLifetime(lock) {} }
-        let connection = try ServerAccess.connect(options)
-        Interrupts.hold()
+        let connection = try ServerAccess.connectToChange(options)
         let (snapshot, input): (Snapshot, Input) = try onServer {
             let before = try connection.snapshot(timeout: options.timeout)
             let status = Status(snapshot: before)

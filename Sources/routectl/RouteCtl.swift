@@ -177,6 +177,14 @@ enum ServerAccess {
         }
     }
 
+    /// The connection of a one-shot command that changes the route or a call: from here it carries
+    /// its change through, a signal held until it is done (`Interrupts`).
+    static func connectToChange(_ options: GlobalOptions) throws(Failure) -> PulseConnection {
+        let connection = try connect(options)
+        Interrupts.hold()
+        return connection
+    }
+
     static func failure(_ error: PulseError) -> Failure {
         if error.isUnreachable {
             return Failure(status: .noServer, message: "\(error). Is a PulseAudio or PipeWire server running? (try --server or PULSE_SERVER)")

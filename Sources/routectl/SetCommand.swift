@@ -22,10 +22,7 @@ extension RouteCommands {
         // During a call, the call's profiles and microphone (rule 8).
         let call = try State.call(store)
         let connection: PulseConnection
-        if let open { connection = open } else {
-            connection = try ServerAccess.connect(options)
-            Interrupts.hold()
-        }
+        if let open { connection = open } else { connection = try ServerAccess.connectToChange(options) }
         // Without a microphone to choose, an output route needs no sources (hundreds of monitors).
         let light = persistent.preferredInput == nil && !request.target.route.isExternal && call == nil
         let before = try onServer { try connection.latestSnapshot(timeout: options.timeout, parts: light ? .outputs : .all) }
