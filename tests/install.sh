@@ -21,10 +21,12 @@ symbols=$(nm "$dest/usr/bin/routectl" 2>/dev/null || true)
 expect_eq "start-up: the Swift runtime's argv scan is not linked (CStartup stands in for it)" no \
 	"$(grep -q 'GLOBAL__sub_I_CommandLine' <<<"$symbols" && echo yes || echo no)"
 # The start-up order names functions of this code: a renamed or newly specialised one drops out of
-# the layout without a word from the linker (--no-warn-symbol-ordering).
+# the layout without a word from the linker (--no-warn-symbol-ordering). Not checked: the bodies LLVM
+# merged (names ending in Tm), which an incremental build can make where a clean one does not; one
+# missing costs nothing.
 expect_eq "start-up: every function scripts/startup.order names exists (else: scripts/startup-order.sh)" "" \
 	"$(nm --defined-only "$dest/usr/bin/routectl" | awk '{ print $3 }' | sort -u |
-		comm -13 - <(sort -u "$root/scripts/startup.order") | head -3)"
+		comm -13 - <(grep -v 'Tm$' "$root/scripts/startup.order" | sort -u) | head -3)"
 expect_eq "start-up: argv comes from CStartup" yes "$(grep -q ' T _swift_stdlib_getUnsafeArgvArgc$' <<<"$symbols" && echo yes || echo no)"
 expect_eq "start-up: libgcc_s is not loaded" "" "$(ldd "$dest/usr/bin/routectl" | grep -o 'libgcc_s[^ ]*' || true)"
 expect_eq "start-up: no RUNPATH, the libraries are the system's" "" \
