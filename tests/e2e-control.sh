@@ -188,6 +188,42 @@ expect_match "concurrent: state.json valid" '^(speaker|earpiece)$' "$(json_get d
 expect_match "concurrent: override.json valid" '^(speaker|earpiece)$' "$(json_get override <"$override")"
 expect_eq "concurrent: no temporary files left" "" "$(ls -A "$XDG_STATE_HOME/routectl" "$XDG_RUNTIME_DIR/routectl" | grep '^\.' || true)"
 
+echo "-- Ctrl-C while set or clear changes the route: carried through, and said"
+# The signal goes the moment the intent appears (written once connected, before the server is asked),
+# so it lands mid-change; a change that never comes sends none, and the check fails.
+cat >"$dir/interrupt.py" <<'PY'
+import os, signal, subprocess, sys, time
+intent = os.path.join(os.environ["XDG_RUNTIME_DIR"], "routectl", "intent.json")
+def inode():
+    try:
+        return os.stat(intent).st_ino
+    except FileNotFoundError:
+        return None
+before = inode()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+deadline = time.monotonic() + 5
+while inode() == before and child.poll() is None and time.monotonic() < deadline:
+    pass
+sent = child.poll() is None and inode() != before
+if sent:
+    child.send_signal(signal.SIGINT)
+err = child.communicate()[1]
+print(child.returncode, "signalled" if sent else "not signalled")
+print(err.strip())
+PY
+note="routectl: note: Ctrl-C (SIGINT) came while the change was being made; it was carried through"
+rc default speaker >/dev/null
+rc set speaker --force >/dev/null
+python3 "$dir/interrupt.py" "$routectl" set earpiece --force >"$dir/int.txt"
+expect_eq "Ctrl-C during set: carried through (exit 0)" "0 signalled" "$(sed -n 1p "$dir/int.txt")"
+expect_eq "Ctrl-C during set: it says so" "$note" "$(sed -n 2p "$dir/int.txt")"
+expect_eq "Ctrl-C during set: pactl default" sim-earpiece "$(default_sink)"
+expect_eq "Ctrl-C during set: override recorded" earpiece "$(json_get override <"$override")"
+python3 "$dir/interrupt.py" "$routectl" clear >"$dir/int.txt"
+expect_eq "Ctrl-C during clear: carried through (exit 0)" "0 signalled" "$(sed -n 1p "$dir/int.txt")"
+expect_eq "Ctrl-C during clear: it says so" "$note" "$(sed -n 2p "$dir/int.txt")"
+expect_eq "Ctrl-C during clear: override gone" no "$([ -e "$override" ] && echo yes || echo no)"
+expect_eq "Ctrl-C during clear: pactl default is the default target's" sim-speaker "$(default_sink)"
 echo "-- a corrupt state file: exit 5, named, left byte for byte"
 printf '{"default": "speak' >"$state"
 cp "$state" "$dir/state.corrupt"
