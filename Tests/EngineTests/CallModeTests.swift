@@ -142,6 +142,28 @@ import Testing
         #expect(ended.status.route == .bluetooth)
     }
 
+    /// The profile a headset had before the call is not offered at its end (a codec's profile the
+    /// headset no longer has): it still leaves HFP, for its best other profile that plays (A2DP), and
+    /// is owed nothing. Rule 8: the headset profile is for the call only.
+    @Test func aHeadsetWhoseProfileIsNotOfferedAtCallEndGetsItsBestOtherOne() throws {
+        let server = try headsetServer()
+        let store = FakeStore()
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        _ = try mode.start(speaker: false, timeout: 1)
+        var record = try #require(store.call)
+        let index = try #require(record.profiles.firstIndex { $0.card == headset })
+        #expect(record.profiles[index].profile == "a2dp_sink")
+        record.profiles[index].profile = "a2dp_sink_aac"
+        store.call = record
+        server.applied = []
+        let ended = try #require(try mode.end(timeout: 1))
+        #expect(server.applied.first == [.setCardProfile(card: headset, profile: "a2dp_sink")])
+        #expect(server.current.cards.first { $0.name == headset }?.activeProfile == "a2dp_sink")
+        #expect(ended.status.route == .bluetooth)
+        #expect(store.owed.isEmpty)
+        #expect(store.call == nil)
+    }
+
     /// The server gives a headset back the profile last set through it (pipewire-pulse saves every
     /// one): a headset that left during the call returns in HFP. Call end owes it A2DP; the next call
     /// records A2DP as its profile before the call, and ends there.
