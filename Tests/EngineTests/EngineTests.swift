@@ -1195,6 +1195,29 @@ import Testing
         #expect(output?.sink == "bluez_sink.00_11_22_33_44_55.a2dp_sink")
     }
 
+    /// Paying is done under the route lock `call start` takes to read what is owed: whether a call is
+    /// on, and the switch, are under it, so a call starting meanwhile waits and then finds nothing owed.
+    @Test func anOwedProfileIsPaidUnderTheRouteLock() throws {
+        let headset = "bluez_card.00_11_22_33_44_55"
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp"), hfp = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let server = FakeServer(a2dp.without([headset]).defaulting("alsa_output.sim-laptop.analog-stereo"))
+        server.profiles["\(headset)/a2dp_sink"] = a2dp
+        server.script = [.change(hfp)]
+        let store = FakeStore()
+        store.owed = [CallRecord.CardProfile(card: headset, profile: "a2dp_sink")]
+        var switchesLocked: [Bool] = []
+        server.whileApplying = { actions in
+            if actions.contains(where: { if case .setCardProfile = $0 { true } else { false } }) {
+                switchesLocked.append(store.routeLockHolders > 0)
+            }
+        }
+        _ = try WatchTests().run(server, store, apply: true)
+        #expect(server.current.cards.first { $0.name == headset }?.activeProfile == "a2dp_sink")
+        #expect(switchesLocked == [true])
+        #expect(store.callReadsLocked.contains(true), "whether a call is on, read under the lock")
+        #expect(store.routeLockHolders == 0, "and the lock let go")
+    }
+
     /// What the server gave the card decides (hostile tests on PipeWire): a card that first shows no
     /// profile (`off`, as PipeWire brings a headset) is paid once it shows HFP, not dropped; one back in another profile than the call's (a
     /// user's, or PulseAudio's own A2DP) owes nothing; one that came back while `call end` ran is paid

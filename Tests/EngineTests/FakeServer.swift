@@ -57,6 +57,8 @@ final class FakeServer: AudioServer {
     var reconnects = 0
     var script: [Step] = []
     var applied: [[Action]] = []
+    /// Told the actions of each apply as it begins.
+    var whileApplying: (([Action]) -> Void)?
     /// Actions whose result the engine's `settled` rejected: on a server, a wait for the whole timeout.
     var unsettled: [[Action]] = []
     private(set) var isConnected = true
@@ -81,6 +83,7 @@ final class FakeServer: AudioServer {
     func apply(_ actions: [Action], timeout: Double, readBack: ReadBack, settled: (Snapshot) -> Bool) throws -> Snapshot {
         guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
         applied.append(actions)
+        whileApplying?(actions)
         if dieDuringApply {
             isConnected = false
             throw Failure(description: "Connection terminated", isUnreachable: true)
@@ -226,9 +229,23 @@ final class FakeStore: PreferenceStore {
 
     func saveDecision(_ record: DecisionRecord) { decisions.append(record) }
 
-    func lockRoute() throws -> AnyObject { self }
+    /// How many hold the route lock now, and whether each `call.json` read was made under it.
+    private(set) var routeLockHolders = 0
+    private(set) var callReadsLocked: [Bool] = []
+
+    final class RouteLock {
+        let store: FakeStore
+        init(_ store: FakeStore) {
+            self.store = store
+            store.routeLockHolders += 1
+        }
+        deinit { store.routeLockHolders -= 1 }
+    }
+
+    func lockRoute() throws -> AnyObject { RouteLock(self) }
 
     func callRecord() throws -> CallRecord? {
+        callReadsLocked.append(routeLockHolders > 0)
         if corrupt { throw Corrupt() }
         return call
     }
