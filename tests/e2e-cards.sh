@@ -81,8 +81,22 @@ expect_rc "input set CARD:PORT: exit 0" 0
 expect_eq "input set CARD:PORT: the source's port, read back from the server" "analog-input-mic" \
 	"$(LC_ALL=C pactl -f json list sources | python3 -c 'import json,sys; print([s["active_port"] for s in json.load(sys.stdin) if s["name"] == "alsa_input.sim-laptop.analog-stereo"][0])')"
 expect_eq "input set CARD:PORT: remembered by its id" alsa_card.sim-laptop:analog-input-mic "$(json_get preferred_input <"$XDG_STATE_HOME/routectl/state.json")"
-rc input clear >/dev/null
+echo "-- the preferred microphone's jack emptied: set and clear leave the server's microphone (no monitor)"
+mic_port() { LC_ALL=C pactl -f json list sources | python3 -c 'import json,sys; print([s["active_port"] for s in json.load(sys.stdin) if s["name"] == "alsa_input.sim-laptop.analog-stereo"][0])'; }
 jack laptop mic out
+on_internal_mic() { [ "$(pactl get-default-source)" = alsa_input.sim-laptop.analog-stereo ] && [ "$(mic_port)" = analog-input-internal-mic ]; }
+wait_for "the server back on the internal mic" on_internal_mic
+for args in "set speaker --force" "clear"; do
+	# shellcheck disable=SC2086
+	run_rc rc $args
+	expect_rc "preferred mic unplugged, $args: exit 0" 0
+	expect_eq "preferred mic unplugged, $args: the default input is still the microphone (server)" \
+		alsa_input.sim-laptop.analog-stereo "$(pactl get-default-source)"
+	expect_eq "preferred mic unplugged, $args: on its internal port (server)" analog-input-internal-mic "$(mic_port)"
+done
+expect_eq "preferred mic unplugged: the preference is kept" alsa_card.sim-laptop:analog-input-mic \
+	"$(json_get preferred_input <"$XDG_STATE_HOME/routectl/state.json")"
+rc input clear >/dev/null
 start_watchers
 expected=("route speaker reason=initial output=$speaker_id")
 

@@ -281,10 +281,12 @@ public enum Planner {
         return mics.first { wanted.contains($0.kind) && $0.isDefault } ?? mics.first { wanted.contains($0.kind) } ?? mics.first
     }
 
-    /// The microphone that goes with an output: the preferred input while it is present, else the
+    /// The microphone that goes with an output: the preferred input while it is present (a port
+    /// whose jack is empty is not: the server would move the default on to a monitor), else the
     /// headset's own microphone (a source of the same card), else leave the server's choice.
     static func inputActions(for sink: Sink, route: Route, _ snapshot: Snapshot, _ status: Status, _ preferredInput: String?) -> [Action] {
-        if let preferredInput, let input = status.inputs.first(where: { $0.id == preferredInput || $0.source == preferredInput }) {
+        if let preferredInput, let input = status.inputs.first(where: { $0.id == preferredInput || $0.source == preferredInput }),
+           input.availability != .unavailable {
             return sourceActions(input, snapshot)
         }
         guard route.isExternal, let card = snapshot.card(of: sink),

@@ -139,6 +139,27 @@ import Testing
         #expect(absent.actions.contains(.setDefaultSource("bluez_source.F4_4E_FD_11_22_33.handsfree_head_unit")))
     }
 
+    /// A preferred microphone whose jack is empty is not present (hostile test): switching its source
+    /// to that port would have the server move the default input on to a monitor. The route's move
+    /// leaves the server's choice (the internal microphone); with the jack in, the preference is applied.
+    @Test func aPreferredMicrophoneWhoseJackIsEmptyIsLeftAlone() throws {
+        let laptop = try fixture("sim/pulseaudio-laptop")
+        let speaker = try #require(Status(snapshot: laptop).outputs.first { $0.route == .speaker })
+        let preferred = "alsa_card.sim-laptop:analog-input-mic"
+        #expect(Status(snapshot: laptop).inputs.first { $0.id == preferred }?.availability == .unavailable)
+        var away = laptop
+        away.server.defaultSinkName = nil
+        let plan = try Planner.plan(away, .output(speaker), preferredInput: preferred)
+        #expect(!plan.actions.contains { if case .setSourcePort = $0 { true } else { false } })
+        #expect(!plan.actions.contains { if case .setDefaultSource = $0 { true } else { false } })
+        var plugged = away
+        let source = try #require(plugged.sources.firstIndex { $0.name == "alsa_input.sim-laptop.analog-stereo" })
+        let mic = try #require(plugged.sources[source].ports.firstIndex { $0.name == "analog-input-mic" })
+        plugged.sources[source].ports[mic].availability = .available
+        let wanted = try Planner.plan(plugged, .output(speaker), preferredInput: preferred)
+        #expect(wanted.actions.contains(.setSourcePort(source: "alsa_input.sim-laptop.analog-stereo", port: "analog-input-mic")))
+    }
+
     @Test func twoExternalsConnectedAtDifferentTimesTheLaterWins() throws {
         let usb = try fixture("usb-and-others")
         var s = usb.routed(to: "alsa_output.pci-0000_01_00.1.hdmi-stereo")
