@@ -17,12 +17,12 @@ _routectl() {
 	--device) _routectl_ids outputs "$cur"; return ;;
 	--hold-down) return ;;
 	esac
-	local cmd="" first="" i
+	local cmd="" first="" n=0 i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
 		-s | --server | --snapshot | --timeout | --device | --hold-down) ((i++)) ;;
 		-*) ;;
-		*) if [ -z "$cmd" ]; then cmd=${words[i]}; elif [ -z "$first" ]; then first=${words[i]}; fi ;;
+		*) if [ -z "$cmd" ]; then cmd=${words[i]}; else n=$((n + 1)); [ -n "$first" ] || first=${words[i]}; fi ;;
 		esac
 	done
 	if [[ $cur == -* ]]; then
@@ -39,12 +39,12 @@ _routectl() {
 	query) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "route target override default external available bluetooth headset receiver speaker engaged other_audio muted call mic_muted sink port description server output other_audio_playing" -- "$cur")); fi ;;
 	set) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "speaker earpiece receiver bluetooth headset" -- "$cur")); fi ;;
 	default) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "speaker earpiece" -- "$cur")); fi ;;
-	input) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "list set clear mute" -- "$cur")); elif [ "$first" = set ]; then _routectl_ids inputs "$cur"; fi ;;
+	input) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "list set clear mute" -- "$cur")); elif [ "$first" = set ] && [ $n -eq 1 ]; then _routectl_ids inputs "$cur"; elif [ "$first" = mute ] && [ $n -eq 1 ]; then COMPREPLY=($(compgen -W "on off toggle" -- "$cur")); fi ;;
 	call) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "start end status" -- "$cur")); fi ;;
-	priority) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "list set clear" -- "$cur")); elif [ "$first" = set ]; then _routectl_ids outputs "$cur"; fi ;;
+	priority) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "list set clear" -- "$cur")); elif [ "$first" = set ]; then _routectl_ids outputs "$cur"; COMPREPLY+=($(compgen -W "bluetooth headset" -- "$cur")); fi ;;
 	wait) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "speaker receiver bluetooth headset unknown" -- "$cur")); fi ;;
 	help) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "query set clear default input call priority why watch wait devices dump help completions" -- "$cur")); fi ;;
-	completions) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "bash zsh fish ids" -- "$cur")); fi ;;
+	completions) if [ -z "$first" ]; then COMPREPLY=($(compgen -W "bash zsh fish ids" -- "$cur")); elif [ "$first" = ids ] && [ $n -eq 1 ]; then COMPREPLY=($(compgen -W "outputs inputs" -- "$cur")); fi ;;
 	esac
 }
 complete -F _routectl routectl

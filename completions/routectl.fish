@@ -16,10 +16,12 @@ complete -c routectl -n "__fish_seen_subcommand_from set" -l device -r -a "(rout
 complete -c routectl -n "__fish_seen_subcommand_from default" -a "speaker earpiece"
 complete -c routectl -n "__fish_seen_subcommand_from input" -a "list set clear mute"
 complete -c routectl -n "__fish_seen_subcommand_from input; and __fish_seen_subcommand_from set" -a "(routectl completions ids inputs 2>/dev/null)"
+complete -c routectl -n "__fish_seen_subcommand_from input; and __fish_seen_subcommand_from mute" -a "on off toggle"
 complete -c routectl -n "__fish_seen_subcommand_from call" -a "start end status"
 complete -c routectl -n "__fish_seen_subcommand_from call" -l speaker -d 'With call start the call on the speaker rather than the receiver.'
 complete -c routectl -n "__fish_seen_subcommand_from priority" -a "list set clear"
 complete -c routectl -n "__fish_seen_subcommand_from priority; and __fish_seen_subcommand_from set" -a "(routectl completions ids outputs 2>/dev/null)"
+complete -c routectl -n "__fish_seen_subcommand_from priority; and __fish_seen_subcommand_from set" -a "bluetooth headset"
 complete -c routectl -n "__fish_seen_subcommand_from watch" -l apply -d 'Also enforce the rules external devices win, unplugging falls back.'
 complete -c routectl -n "__fish_seen_subcommand_from watch" -l mute-on-fallback -d 'With --apply mute the speaker the route falls back to from an external device.'
 complete -c routectl -n "__fish_seen_subcommand_from watch" -l hold-down -r -d 'With --apply a device back within this long is a flicker; its override stays (default 2, 0 off).'
@@ -27,3 +29,4 @@ complete -c routectl -n "__fish_seen_subcommand_from watch" -l dbus -d 'With --a
 complete -c routectl -n "__fish_seen_subcommand_from wait" -a "speaker receiver bluetooth headset unknown"
 complete -c routectl -n "__fish_seen_subcommand_from help" -a "query set clear default input call priority why watch wait devices dump help completions"
 complete -c routectl -n "__fish_seen_subcommand_from completions" -a "bash zsh fish ids"
+complete -c routectl -n "__fish_seen_subcommand_from completions; and __fish_seen_subcommand_from ids" -a "outputs inputs"

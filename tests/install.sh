@@ -85,6 +85,11 @@ expect_eq "bash completes commands" "set" "$(complete_words routectl se)"
 expect_eq "bash completes targets" "speaker" "$(complete_words routectl set sp)"
 expect_eq "bash completes fields" "external engaged" "$(complete_words routectl query e)"
 expect_eq "bash completes watch options" "--apply" "$(complete_words routectl watch --ap)"
+expect_eq "bash completes the words after a first word (input mute)" "on off toggle" "$(complete_words routectl input mute "")"
+expect_eq "bash completes the words after a first word (completions ids)" "outputs inputs" "$(complete_words routectl completions ids "")"
+expect_eq "bash completes the kinds priority set takes, at every place" "bluetooth headset|bluetooth headset" \
+	"$(complete_words routectl priority set "")|$(complete_words routectl priority set x "")"
+expect_eq "bash completes nothing after input set's one id" "" "$(complete_words routectl input set x "")"
 bin="$dest/usr/bin/routectl"
 for pair in bash:usr/share/bash-completion/completions/routectl zsh:usr/share/zsh/site-functions/_routectl \
 	fish:usr/share/fish/vendor_completions.d/routectl.fish; do

@@ -109,13 +109,22 @@ struct CommandSpec {
     var options: [OptionSpec] = []
     /// The words its first argument takes, for the completions (the parser checks the same lists).
     var words: [String] = []
-    /// After which first word a device id follows, and of which kind (`input set <id>`).
-    var idsAfter: (word: String, kind: IdKind)?
+    /// What follows a first word (`input set <id>`, `input mute on`), for the completions.
+    var after: [Follow] = []
     var details: String
 }
 
+/// What a command's first word takes next: fixed words, device ids of a kind, or both; `repeats`
+/// when it takes any number of them (`priority set <id>...`).
+struct Follow {
+    var word: String
+    var words: [String] = []
+    var ids: IdKind?
+    var repeats = false
+}
+
 /// Live values the completions ask routectl for.
-enum IdKind: String {
+enum IdKind: String, CaseIterable {
     case outputs, inputs
 }
 
@@ -200,7 +209,8 @@ enum Grammar {
         CommandSpec(
             name: "input", arguments: "list | set <id> | clear | mute [on|off|toggle]",
             summary: "List inputs, set or clear the preferred one, or mute the microphone.",
-            words: ["list", "set", "clear", "mute"], idsAfter: ("set", .inputs),
+            words: ["list", "set", "clear", "mute"],
+            after: [Follow(word: "set", ids: .inputs), Follow(word: "mute", words: MuteChange.allCases.map(\.rawValue))],
             details: """
               list   every input (monitor sources are not inputs); '*' marks the default, 'P' the preferred
               set    make the source <id> the default input and remember it as preferred
@@ -227,7 +237,8 @@ enum Grammar {
             """),
         CommandSpec(
             name: "priority", arguments: "[list] | set <id>... | clear", summary: "Show, set or clear the priority list of outputs.",
-            words: ["list", "set", "clear"], idsAfter: ("set", .outputs),
+            words: ["list", "set", "clear"],
+            after: [Follow(word: "set", words: Route.allCases.filter(\.isExternal).map(\.rawValue), ids: .outputs, repeats: true)],
             details: """
               An ordered list of output ids (from 'routectl devices'; a Bluetooth device's id is its card,
               the same in A2DP and HFP) or kinds (bluetooth, headset), kept in the persistent state; no
@@ -290,7 +301,7 @@ enum Grammar {
         CommandSpec(name: "help", arguments: "[COMMAND]", summary: "Show help for routectl or one command.", details: ""),
         CommandSpec(
             name: "completions", arguments: "bash|zsh|fish", summary: "Print the shell completion script (generated from this table).",
-            words: ["bash", "zsh", "fish", "ids"],
+            words: ["bash", "zsh", "fish", "ids"], after: [Follow(word: "ids", words: IdKind.allCases.map(\.rawValue))],
             details: """
               bash, zsh or fish: the script 'make install' installs, printed from routectl's own command
               table, so it cannot miss a command or an option. 'completions ids outputs|inputs' prints

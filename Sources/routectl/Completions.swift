@@ -46,12 +46,12 @@ enum Completions {
         }
         out += """
         \tesac
-        \tlocal cmd="" first="" i
+        \tlocal cmd="" first="" n=0 i
         \tfor ((i = 1; i < cword; i++)); do
         \t\tcase ${words[i]} in
         \t\t\(valued.joined(separator: " | "))) ((i++)) ;;
         \t\t-*) ;;
-        \t\t*) if [ -z "$cmd" ]; then cmd=${words[i]}; elif [ -z "$first" ]; then first=${words[i]}; fi ;;
+        \t\t*) if [ -z "$cmd" ]; then cmd=${words[i]}; else n=$((n + 1)); [ -n "$first" ] || first=${words[i]}; fi ;;
         \t\tesac
         \tdone
         \tif [[ $cur == -* ]]; then
@@ -72,8 +72,14 @@ enum Completions {
         """
         for c in commands where !Grammar.words(of: c).isEmpty {
             var line = "\t\(c.name)) if [ -z \"$first\" ]; then COMPREPLY=($(compgen -W \"\(Grammar.words(of: c).joined(separator: " "))\" -- \"$cur\"))"
-            if let (word, kind) = c.idsAfter {
-                line += "; elif [ \"$first\" = \(word) ]; then _routectl_ids \(kind.rawValue) \"$cur\""
+            for follow in c.after {
+                let words = "compgen -W \"\(follow.words.joined(separator: " "))\" -- \"$cur\""
+                let reply = switch (follow.ids, follow.words.isEmpty) {
+                case let (kind?, true): "_routectl_ids \(kind.rawValue) \"$cur\""
+                case let (kind?, false): "_routectl_ids \(kind.rawValue) \"$cur\"; COMPREPLY+=($(\(words)))"
+                case (nil, _): "COMPREPLY=($(\(words)))"
+                }
+                line += "; elif [ \"$first\" = \(follow.word) ]\(follow.repeats ? "" : " && [ $n -eq 1 ]"); then \(reply)"
             }
             out += line + "; fi ;;\n"
         }
@@ -114,8 +120,15 @@ enum Completions {
         for c in commands where !Grammar.words(of: c).isEmpty || !c.options.isEmpty {
             var args: [String] = []
             if !Grammar.words(of: c).isEmpty { args.append("'1:argument:(\(Grammar.words(of: c).joined(separator: " ")))'") }
-            if let (word, kind) = c.idsAfter {
-                args.append("'2:id:{[[ $words[2] == \(word) ]] && compadd -- ${(f)\"$(routectl completions ids \(kind.rawValue) 2>/dev/null)\"}}'")
+            if !c.after.isEmpty {
+                // One spec for every word after the first: what follows depends on the first.
+                let branches = c.after.map { follow in
+                    var adds: [String] = []
+                    if let kind = follow.ids { adds.append("compadd -- ${(f)\"$(routectl completions ids \(kind.rawValue) 2>/dev/null)\"}") }
+                    if !follow.words.isEmpty { adds.append("compadd -- \(follow.words.joined(separator: " "))") }
+                    return "(\(follow.word)) \(follow.repeats ? "" : "(( CURRENT == 3 )) && "){ \(adds.joined(separator: "; ")) } ;;"
+                }
+                args.append("'*:argument:{case $words[2] in \(branches.joined(separator: " ")) esac}'")
             }
             args += c.options.map(zshOption)
             out += "\t\t\(c.name)) _arguments \(args.joined(separator: " ")) ;;\n"
@@ -143,8 +156,10 @@ enum Completions {
         for c in commands {
             let seen = "__fish_seen_subcommand_from \(c.name)"
             if !Grammar.words(of: c).isEmpty { out += "complete -c routectl -n \"\(seen)\" -a \"\(Grammar.words(of: c).joined(separator: " "))\"\n" }
-            if let (word, kind) = c.idsAfter {
-                out += "complete -c routectl -n \"\(seen); and __fish_seen_subcommand_from \(word)\" -a \"(routectl completions ids \(kind.rawValue) 2>/dev/null)\"\n"
+            for follow in c.after {
+                let condition = "complete -c routectl -n \"\(seen); and __fish_seen_subcommand_from \(follow.word)\""
+                if let kind = follow.ids { out += "\(condition) -a \"(routectl completions ids \(kind.rawValue) 2>/dev/null)\"\n" }
+                if !follow.words.isEmpty { out += "\(condition) -a \"\(follow.words.joined(separator: " "))\"\n" }
             }
             for o in c.options { out += line(o, seen) }
         }
