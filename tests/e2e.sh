@@ -115,8 +115,11 @@ echo "-- bad words: exit 2, one line, before any connection"
 for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
 	"--jsn|Unknown option '--jsn'. Did you mean '--json'?" \
 	"query rout|The value 'rout' is invalid for '<field>'. Did you mean 'route'?" \
-	"--timeout abc|The value 'abc' is invalid for '--timeout': expected seconds, a number above 0." \
+	"--timeout abc|The value 'abc' is invalid for '--timeout': expected seconds, a number above 0 and at most 86400." \
+	"--timeout 86401|The value '86401' is invalid for '--timeout': expected seconds, a number above 0 and at most 86400." \
+	"--timeout 0x10|The value '0x10' is invalid for '--timeout': expected seconds, a number above 0 and at most 86400." \
 	"query --timeout|Missing value for '--timeout'." \
+	"watch --apply --hold-down 0x2|The value '0x2' is invalid for '--hold-down': expected seconds, 0 to 3600." \
 	"--json=1|Option '--json' takes no value." \
 	"devices extra|Unexpected argument 'extra' for 'devices'." \
 	"set loud|The value 'loud' is invalid for '<target>'." \
@@ -187,6 +190,15 @@ narrow=$(script -qc "stty cols 60; '$routectl' --snapshot '$root/Tests/RoutingTe
 expect_match "a 60-column terminal: long descriptions end in an ellipsis" "Speaker…$" "$(printf '%s\n' "$narrow" | grep 'analog-output-speaker ')"
 expect_match "a pipe: the whole description" "Speakers \(Built-in Audio\)$" \
 	"$(rc --snapshot "$root/Tests/RoutingTests/Fixtures/sim/pulseaudio-all.json" devices | grep 'analog-output-speaker ')"
+# A device's description with a terminal's escape and bell in it: escaped in tables and query values.
+evil=$(pactl load-module module-null-sink sink_name=sim-evil "sink_properties=device.description='Evil$(printf '\033')[31mRED$(printf '\a')'")
+wait_for "the sink with an escape in its description" sh -c "'$routectl' devices | grep -q sim-evil"
+expect_match "devices: a description's control characters escaped" ' sim-evil +Evil\\x1b\[31mRED\\x07$' "$(rc devices | grep ' sim-evil ')"
+pactl set-default-sink sim-evil
+wait_for "sim-evil the default" sh -c '[ "$(pactl get-default-sink)" = sim-evil ]'
+expect_eq "query description: control characters escaped" 'Evil\x1b[31mRED\x07' "$(rc query description)"
+pactl unload-module "$evil"
+wait_for "sim-evil gone" sh -c "! pactl list short sinks | grep -q sim-evil"
 current=$(rc query route)
 run_rc rc --json wait "$current" --timeout 1
 expect_eq "wait --json: one JSON object" "{\"route\":\"$current\"}" "$out"

@@ -111,15 +111,25 @@ public enum Events {
     /// Text a device or server supplied, safe on one line of `watch`'s text output: control
     /// characters, quotes and backslashes are escaped, so a description cannot end the line or fake
     /// another event. JSON escapes on its own.
-    public static func escapedForLine(_ text: String) -> String {
+    public static func escapedForLine(_ text: String) -> String { escaped(text, quotes: true) }
+
+    /// Text a device or server supplied, safe to print in a table or as a `query` value: its control
+    /// characters escaped (a terminal would act on them), quotes left as they are.
+    public static func printable(_ text: String) -> String {
+        // Most text has none: C0 and DEL are single bytes, C1 starts with 0xC2.
+        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return text }
+        return escaped(text, quotes: false)
+    }
+
+    static func escaped(_ text: String, quotes: Bool) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
+            case "\"" where quotes: out += "\\\""
+            case "\\" where quotes: out += "\\\\"
             default:
                 if isControl(scalar) {
                     let hex = String(scalar.value, radix: 16)

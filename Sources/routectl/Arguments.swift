@@ -466,7 +466,7 @@ enum ArgumentParser {
                 throw Failure.usage("Option '--\(name)' needs '--apply'.")
             }
             if let value = commandOptions["hold-down"] {
-                guard let s = Double(value), s.isFinite, s >= 0, s <= 3600 else {
+                guard let s = decimal(value), s >= 0, s <= 3600 else {
                     throw Failure.usage("The value '\(value)' is invalid for '--hold-down': expected seconds, 0 to 3600.")
                 }
                 watch.holdDown = s
@@ -562,10 +562,18 @@ enum ArgumentParser {
     }
 
     static func seconds(_ value: String, for option: String) throws(Failure) -> Double {
-        guard let s = Double(value), s.isFinite, s > 0, s <= 86_400 else {
-            throw Failure.usage("The value '\(value)' is invalid for '\(option)': expected seconds, a number above 0.")
+        guard let s = decimal(value), s > 0, s <= 86_400 else {
+            throw Failure.usage("The value '\(value)' is invalid for '\(option)': expected seconds, a number above 0 and at most 86400.")
         }
         return s
+    }
+
+    /// A finite decimal number (`2`, `0.5`, `1e3`); not the hexadecimal, `inf` or `nan` that `Double`
+    /// also reads.
+    static func decimal(_ value: String) -> Double? {
+        guard value.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x65 || $0 == 0x45 || $0 == 0x2B || $0 == 0x2D }),
+              let number = Double(value), number.isFinite else { return nil }
+        return number
     }
 
     /// Words people type for a target or route, and the word routectl uses.

@@ -1,4 +1,5 @@
 import Glibc
+import Routing
 
 /// stdout and stderr without Foundation: whole lines, written at once and flushed, so a reader sees
 /// each line as soon as it is complete and a closed pipe is an error, not a crash.
@@ -48,6 +49,8 @@ enum Console {
     /// takes two columns, a combining mark none); the last column is not padded and, on a terminal,
     /// is cut to its width with an ellipsis.
     static func table(_ rows: [[String]], indent: String = "") -> String {
+        // Descriptions come from devices: their control characters are escaped, as watch does.
+        let rows = rows.map { $0.map(Events.printable) }
         // A closure, not the key path `\.count`: that is built at run time (~40,000 instructions).
         guard let width = rows.map({ $0.count }).max() else { return "" }
         let cellWidths = rows.map { $0.map(displayWidth) }

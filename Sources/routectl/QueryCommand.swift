@@ -80,7 +80,7 @@ enum QueryCommand {
     /// The text form of one value: booleans as yes/no (as pactl prints them), null as none.
     static func text(_ value: JSON) -> String {
         switch value {
-        case let .string(s): return s
+        case let .string(s): return Events.printable(s)
         case let .bool(b): return b ? "yes" : "no"
         case .null: return "none"
         default: return value.text

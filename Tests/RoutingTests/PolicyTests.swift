@@ -181,6 +181,13 @@ struct PolicyRun {
         #expect(line == #"x\" reason=initial\n00:00:00.000 route speaker\x1b[2J\\"#)
         #expect(Events.escapedForLine("Écouteurs WH-1000XM4") == "Écouteurs WH-1000XM4", "printable text is left alone")
     }
+
+    /// Tables and `query` values print a device's description as it is but for its control characters:
+    /// a terminal would act on them (hostile test: colour and bell from a sink's description).
+    @Test func aDescriptionInATableCannotDriveTheTerminal() {
+        #expect(Events.printable("Evil\u{1b}[31mRED\u{07}\"q\"\\\u{85}") == #"Evil\x1b[31mRED\x07"q"\\x85"#)
+        #expect(Events.printable("Écouteurs \"WH-1000XM4\"") == "Écouteurs \"WH-1000XM4\"", "printable text is left alone")
+    }
 }
 
 /// The desktop policy of DESIGN.md §1: the priority list and no stealing by unlisted HDMI outputs.
