@@ -24,7 +24,7 @@ complete -c routectl -n "__fish_seen_subcommand_from priority; and __fish_seen_s
 complete -c routectl -n "__fish_seen_subcommand_from priority; and __fish_seen_subcommand_from set" -a "bluetooth headset"
 complete -c routectl -n "__fish_seen_subcommand_from watch" -l apply -d 'Also enforce the rules external devices win, unplugging falls back.'
 complete -c routectl -n "__fish_seen_subcommand_from watch" -l mute-on-fallback -d 'With --apply mute the speaker the route falls back to from an external device.'
-complete -c routectl -n "__fish_seen_subcommand_from watch" -l hold-down -r -d 'With --apply a device back within this long is a flicker; its override stays (default 2, 0 off).'
+complete -c routectl -n "__fish_seen_subcommand_from watch" -l hold-down -r -d 'With --apply an external device back within this long is a flicker; its override stays (default 2, 0 off).'
 complete -c routectl -n "__fish_seen_subcommand_from watch" -l dbus -d 'With --apply serve io.github.routectl and the callaudiod drop-in on the session bus.'
 complete -c routectl -n "__fish_seen_subcommand_from wait" -a "speaker receiver bluetooth headset unknown"
 complete -c routectl -n "__fish_seen_subcommand_from help" -a "query set clear default input call priority why watch wait devices dump help completions"
