@@ -202,6 +202,25 @@ expect_step "listed HDMI wakes: one route event" "$hdmi_line" \
 	"route unknown (was speaker) reason=new-device-available output=$hdmi_id"
 expect_match "why: the priority list, by entry" "^rule +priority: entry 1 of the priority list \('$hdmi_id'\)" "$(rc why | grep '^rule')"
 expect_match "why: the watcher keeps the rules" "watch --apply is running \(pid [0-9]+\)" "$(rc why)"
+echo "-- the list changed under watch --apply: the route goes where the rules now put it, as routectl's move"
+mark
+rc priority clear >/dev/null
+wait_line "$apply" 1 "^route speaker" || true
+wait_line "$watch" 1 "^route speaker" || true
+settle
+expect_eq "priority clear under watch --apply: the speaker, the default (server)" "$laptop analog-output-speaker" "$(server_route)"
+expect_step "priority clear under watch --apply: one route event, routectl's own" \
+	"route speaker (was unknown) reason=override output=$speaker_id"
+expect_eq "why after priority clear: the default, not another client" default "$(rc --json why | json_get rule)"
+mark
+rc priority set "$hdmi_id" >/dev/null
+wait_line "$apply" 1 "^route unknown" || true
+wait_line "$watch" 1 "^route unknown" || true
+settle
+expect_eq "priority set under watch --apply: the listed HDMI output (server)" "$hdmi hdmi-output-0" "$(server_route)"
+expect_step "priority set under watch --apply: one route event, routectl's own" \
+	"route unknown (was speaker) reason=override output=$hdmi_id"
+expect_eq "why after priority set: the list" priority "$(rc --json why | json_get rule)"
 rc set speaker --force >/dev/null
 expect_eq "why after set: rule override" override "$(rc --json why | json_get rule)"
 rc clear >/dev/null

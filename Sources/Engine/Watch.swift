@@ -81,6 +81,12 @@ public struct Watch {
     var departures: [String: Departure] = [:]
     /// Served on this loop (`watch --apply --dbus`), told what the server shows.
     public var remote: RemoteControl?
+    /// With --apply: true once the persistent state may have changed since it was last asked (another
+    /// shell's `priority set|clear` or `default`); the loop then applies the rules it now holds.
+    public var rulesMayHaveChanged: (() -> Bool)?
+    /// The priority list and persistent default the rules were last applied with.
+    var rulesSeen: (priority: [String], defaultTarget: RouteTarget)?
+    var rulesCheckOwed = false
 
     struct Departure {
         /// The override clear it holds back, if its leaving would clear one.
@@ -118,7 +124,10 @@ public struct Watch {
         let status = Status(snapshot: snapshot)
         guard emit(.route(route: status.route, previous: nil, reason: .initial, output: status.output)) else { return }
         guard reportCall() else { return }
-        if apply { clearStaleOverride(status) }
+        if apply {
+            clearStaleOverride(status)
+            if let preferences = try? store.preferences() { rulesSeen = (preferences.priority, preferences.defaultTarget) }
+        }
         while !server.shouldStop {
             // Call mode began or ended since the last round (after its route event, once no move is held).
             guard reportCall() else { break }
@@ -159,6 +168,12 @@ public struct Watch {
                         guard try handle(Change(previous: snapshot, current: paid), paid) else { break }
                         continue
                     }
+                }
+                if apply, hold == nil, rulesCheckOwed || rulesMayHaveChanged?() == true {
+                    // Owed until done: a state file that cannot be read now is looked at again.
+                    rulesCheckOwed = true
+                    guard try applyChangedRules() else { break }
+                    rulesCheckOwed = false
                 }
                 let wake = ([hold?.wakeAt, callEventDue] + departures.values.map(\.deadline)).compactMap { $0 }.min()
                 let wait = wake.map { max(0, $0 - clocks.monotonic()) }
@@ -961,6 +976,30 @@ public struct Watch {
             }
         }
         return reason
+    }
+
+    /// The priority list or the persistent default changed (`priority set|clear`, `default TARGET` in
+    /// another shell): if the route is where the rules put it before, and they now put it elsewhere,
+    /// it goes there, as routectl's own move (`override`, as `clear` moves it). A route the user put
+    /// elsewhere by other means stays. Not under an override (the rules apply once it is cleared) nor
+    /// in a call (the call's route stands; the rules apply at its end). False when stdout is gone.
+    mutating func applyChangedRules() throws(EngineError) -> Bool {
+        let preferences = try self.preferences()
+        let seen = rulesSeen
+        // Seen, whatever follows: a move the server refuses is not tried again at every round.
+        rulesSeen = (preferences.priority, preferences.defaultTarget)
+        guard let seen, seen.priority != preferences.priority || seen.defaultTarget != preferences.defaultTarget,
+              preferences.override == nil, !preferences.inCall else { return true }
+        var before = preferences
+        before.priority = seen.priority
+        before.defaultTarget = seen.defaultTarget
+        let status = Status(snapshot: snapshot)
+        let request = Policy.ruling(status, preferences)
+        func pick(_ request: RouteRequest) -> String? { (try? Planner.plan(snapshot, request))?.output?.id }
+        guard let output = status.output, pick(Policy.ruling(status, before)) == output.id, pick(request) != output.id else { return true }
+        snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
+                                     reason: .override, claimDefault: true, keepCardsOff: true).snapshot
+        return reportRoute(Status(snapshot: snapshot), reason: .override)
     }
 
     /// Prints one event, flushed; false when stdout is gone (a closed pipe ends watch quietly).

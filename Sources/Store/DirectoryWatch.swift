@@ -7,6 +7,7 @@ import Routing
 public final class DirectoryWatch: LoopSource {
     let descriptor: Int32
     let names: Set<String>
+    var pending = false
 
     /// Nil when inotify cannot watch the directory (it does not exist yet): the loop then learns of
     /// the files at its next server change, as before.
@@ -23,6 +24,12 @@ public final class DirectoryWatch: LoopSource {
     }
 
     deinit { close(descriptor) }
+
+    /// A watched name changed since the last call: what the loop's owner asks between its rounds.
+    public func takeChange() -> Bool {
+        defer { pending = false }
+        return pending
+    }
 
     public var fd: Int32 { descriptor }
     public var pollEvents: Int16 { Int16(POLLIN) }
@@ -43,7 +50,7 @@ public final class DirectoryWatch: LoopSource {
                     let bytes = raw[start..<min(start + Int(event.len), n)].prefix { $0 != 0 }
                     return (Int(event.len), String(decoding: bytes, as: UTF8.self))
                 }
-                if names.contains(name) { changed = true }
+                if names.contains(name) { changed = true; pending = true }
                 offset += MemoryLayout<inotify_event>.size + length
             }
         }

@@ -46,6 +46,13 @@ public struct StateStore: Sendable {
     public var overrideFile: String? { override?.path }
     /// `$XDG_RUNTIME_DIR/routectl`, where the runtime files live (nil without a runtime dir).
     public var runtimeDirectoryPath: String? { runtimeDirectory?.path }
+
+    /// `$XDG_STATE_HOME/routectl`, made 0700 when missing (with its parents); nil when it cannot be
+    /// made or trusted (every command that reads it says why).
+    public func preparedStateDirectory() -> String? {
+        do { try stateDirectory.prepare() } catch { return nil }
+        return stateDirectory.path
+    }
     /// Where `watch --apply` holds its lock (one per session).
     public var applyLockFile: String? { runtimeDirectory.map { "\($0.path)/apply.lock" } }
 

@@ -204,7 +204,8 @@ enum Grammar {
             words: ["speaker", "earpiece"],
             details: """
               With no argument, print the default. With one, record it (no server is needed); it decides
-              where sound goes when no override is set and no external device is connected.
+              where sound goes when no override is set and no external device is connected. Under a
+              running 'watch --apply' the route follows at once if it was the old default's.
             """),
         CommandSpec(
             name: "input", arguments: "list | set <id> | clear | mute [on|off|toggle]",
@@ -244,8 +245,10 @@ enum Grammar {
               the same in A2DP and HFP) or kinds (bluetooth, headset), kept in the persistent state; no
               server is needed. Under 'watch --apply' the present listed output ranked highest takes the
               route; unlisted external devices rank below, most recent first; an HDMI output takes the
-              route only if it is listed. In a call it ranks headsets only. Ids not present now are kept
-              (the headset at the office).
+              route only if it is listed. In a call it ranks headsets only. A list changed while it runs
+              moves the route at once if the route is where the old list put it (not under an override
+              or in a call: the list applies at their end). Ids not present now are kept (the headset
+              at the office).
               'set --device' stays a temporary override and never edits the list.
             """),
         CommandSpec(

@@ -43,6 +43,11 @@ enum WatchCommand {
                           muteOnFallback: watchOptions.muteOnFallback, holdDown: watchOptions.holdDown, timeout: options.timeout, snapshot: snapshot, sink: output.send,
                           warn: { Console.err("routectl: \($0)\n") })
         watch.remote = remote
+        // priority set|clear and default in another shell: watch --apply applies the rules they leave.
+        if apply, let directory = store.preparedStateDirectory(), let files = DirectoryWatch(directory: directory, names: ["state.json"]) {
+            connection.attach(files)
+            watch.rulesMayHaveChanged = { files.takeChange() }
+        }
         do { try watch.run() } catch { throw Failure.from(error) }
         return .ok
     }

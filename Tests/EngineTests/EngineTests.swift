@@ -1463,3 +1463,72 @@ extension Snapshot {
         #expect(events.contains(.overrideCleared(override: .headset, cause: "'\(phones)' was disconnected")))
     }
 }
+
+/// `priority set|clear` and `default` in another shell, under `watch --apply` (hostile test: nothing
+/// moved until the next `clear` or plug, and `why` then blamed another client for routectl's pick).
+@Suite struct ChangedRulesTests {
+    let hdmi = "alsa_card.sim-hdmi:hdmi-output-0"
+    let usb = "alsa_output.sim-usb-headset.analog-stereo"
+
+    /// The watcher as `watch --apply` runs it, told the persistent state changed after each `.run`.
+    func run(_ server: FakeServer, _ store: FakeStore) throws -> [Event] {
+        var events: [Event] = []
+        var watch = Watch(server: server, store: store, clocks: ManualClock().clocks, apply: true, muteOnFallback: false,
+                          timeout: 1, snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: { _ in })
+        watch.rulesMayHaveChanged = { true }
+        try watch.run()
+        return events
+    }
+
+    func rules(_ store: FakeStore, priority: [String], default target: RouteTarget = .speaker) -> [FakeServer.Step] {
+        [.run {
+            store.preferencesValue.priority = priority
+            store.preferencesValue.defaultTarget = target
+        }, .timeout]
+    }
+
+    /// The USB headset has the route (rule 3); listing HDMI first moves it there, as routectl's own
+    /// move, and clearing the list gives it back to the headset.
+    @Test func aNewListMovesTheRouteWhereTheRulesNowPutIt() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-all"))
+        let store = FakeStore()
+        server.script = rules(store, priority: [hdmi]) + rules(store, priority: [])
+        let events = try run(server, store)
+        #expect(WatchTests().routes(events) == ["headset initial", "unknown (was headset) override", "headset (was unknown) override"])
+        #expect(server.current.server.defaultSinkName == usb)
+        #expect(store.intents.map(\.reason).allSatisfy { $0 == .override }, "plain watch reports the same reason")
+    }
+
+    /// The persistent default changed on a phone on its speaker: the route goes to the earpiece.
+    @Test func aNewDefaultMovesTheRouteThatWasTheOldDefaults() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-phone"))
+        server.profiles["alsa_card.sim-phone/Voice Call"] = try fixture("sim/pulseaudio-phone-voicecall")
+        let store = FakeStore()
+        server.script = rules(store, priority: [], default: .earpiece)
+        let events = try run(server, store)
+        #expect(WatchTests().routes(events) == ["speaker initial", "receiver (was speaker) override"])
+        #expect(Status(snapshot: server.current).route == .receiver)
+    }
+
+    /// What the change does not move stays: a route another client put elsewhere, a list whose first
+    /// entry is the route already, an override in force, a call.
+    @Test func aChangeTheRouteWasNotUnderMovesNothing() throws {
+        let all = try fixture("sim/pulseaudio-all")
+        let picked = all.routed(to: "alsa_output.sim-hdmi.hdmi-stereo")
+        let externals = Status(snapshot: all).externalKeys
+        let cases: [(Snapshot, (FakeStore) -> Void, [[String]])] = [
+            (picked, { _ in }, [["headset"], [usb, hdmi]]),
+            (all, { $0.record = OverrideRecord(target: .speaker, setAt: 0, externals: externals) }, [[hdmi]]),
+            (all, { $0.call = CallRecord(startedAt: 0, speaker: false) }, [[hdmi]]),
+        ]
+        for (start, setUp, lists) in cases {
+            let server = FakeServer(start)
+            let store = FakeStore()
+            setUp(store)
+            server.script = lists.flatMap { rules(store, priority: $0, default: .earpiece) }
+            let events = try run(server, store)
+            #expect(server.applied.allSatisfy { $0.isEmpty }, "\(server.applied)")
+            #expect(WatchTests().routes(events).count == 1)
+        }
+    }
+}
