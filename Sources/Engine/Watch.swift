@@ -994,9 +994,11 @@ public struct Watch {
         before.priority = seen.priority
         before.defaultTarget = seen.defaultTarget
         let status = Status(snapshot: snapshot)
-        let request = Policy.ruling(status, preferences)
+        let request = Policy.ruling(status, preferences, recency: policy)
         func pick(_ request: RouteRequest) -> String? { (try? Planner.plan(snapshot, request))?.output?.id }
-        guard let output = status.output, pick(Policy.ruling(status, before)) == output.id, pick(request) != output.id else { return true }
+        guard let output = status.output, pick(Policy.ruling(status, before, recency: policy)) == output.id, pick(request) != output.id else {
+            return true
+        }
         snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                      reason: .override, claimDefault: true, keepCardsOff: true).snapshot
         return reportRoute(Status(snapshot: snapshot), reason: .override)

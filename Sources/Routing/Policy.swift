@@ -96,8 +96,9 @@ public enum Policy {
     /// What the rules want with no device change to react to (`clear`, a call's start and end): an
     /// external device in use keeps the sound (rule 2); else the most recently connected one; else the
     /// base target (the call's during a call, else the default). An override is the caller's business.
-    public static func ruling(_ status: Status, _ preferences: Preferences) -> RouteRequest {
-        let state = PolicyState(status: status)
+    /// `recency`: the order devices connected in, as a watcher saw it (else as the sink numbers tell it).
+    public static func ruling(_ status: Status, _ preferences: Preferences, recency: PolicyState? = nil) -> RouteRequest {
+        let state = recency ?? PolicyState(status: status)
         if let output = status.output, output.route.isExternal, output.isAvailable,
            preferences.priority.isEmpty || ranked(status, state, by: preferences).first?.id == output.id {
             // In a call the device is asked for by name: the call may need its headset profile.
