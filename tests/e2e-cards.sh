@@ -216,6 +216,18 @@ expect_both "sleep: HDMI removed" "device-removed unknown $hdmi_id \"HDMI / Disp
 expected+=("device-removed unknown $hdmi_id \"HDMI / DisplayPort (HDA Intel HDMI)\""
 	"route speaker (was unknown) reason=old-device-unavailable output=$speaker_id")
 
+echo "-- a microphone plugged and pulled: the default input stays the microphone, no passing 'input none'"
+mark
+jack laptop mic in
+wait_for "the mic jack" sh -c "'$routectl' devices | grep -q ' yes  *alsa_card.sim-laptop:analog-input-mic '"
+quiet "$watch" "$apply"
+jack laptop mic out
+wait_for "the server back on the internal mic" on_internal_mic
+quiet "$watch" "$apply"
+for file in "$watch" "$apply"; do
+	expect_eq "mic jack in and out: no input event (the same source throughout) ($(mode "$file"))" "" "$(since "$file" input)"
+done
+
 echo "-- watch --apply over the whole sequence: the exact event lines"
 expect_eq "watch --apply: every route and device line, in order" \
 	"$(printf '%s\n' "${expected[@]}")" "$(lines "$apply" route device-added device-removed override-cleared)"

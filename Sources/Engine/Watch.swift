@@ -84,6 +84,13 @@ public struct Watch {
     /// With --apply: true once the persistent state may have changed since it was last asked (another
     /// shell's `priority set|clear` or `default`); the loop then applies the rules it now holds.
     public var rulesMayHaveChanged: (() -> Bool)?
+    /// An `input` event to no input, held for a moment (`heldInputQuiet`): while it switches a
+    /// microphone's port, the server makes a monitor the default source for a millisecond or two
+    /// (WirePlumber, on a mic jack). Back on the input last printed by then, neither is printed.
+    var heldInput: (event: Event, until: Double)?
+    /// The input last printed, and its mute.
+    var reportedInput: (source: String?, muted: Bool?) = (nil, nil)
+    static let heldInputQuiet = RouteHold.quiet
     /// The priority list and persistent default the rules were last applied with.
     var rulesSeen: (priority: [String], defaultTarget: RouteTarget)?
     var rulesCheckOwed = false
@@ -122,6 +129,7 @@ public struct Watch {
     /// Prints the initial route, then follows the server until asked to stop or the sink fails.
     public mutating func run() throws(EngineError) {
         let status = Status(snapshot: snapshot)
+        reportedInput = (status.defaultInput, status.micMuted)
         guard emit(.route(route: status.route, previous: nil, reason: .initial, output: status.output)) else { return }
         guard reportCall() else { return }
         if apply {
@@ -175,13 +183,15 @@ public struct Watch {
                     guard try applyChangedRules() else { break }
                     rulesCheckOwed = false
                 }
-                let wake = ([hold?.wakeAt, callEventDue] + departures.values.map(\.deadline)).compactMap { $0 }.min()
+                guard releaseHeldInput(dueOnly: true) else { break }
+                let wake = ([hold?.wakeAt, callEventDue, heldInput?.until] + departures.values.map(\.deadline)).compactMap { $0 }.min()
                 let wait = wake.map { max(0, $0 - clocks.monotonic()) }
                 let changed = try server.waitForChanges(timeout: wait)
                 // What remote clients asked is carried out between rounds, never inside their callbacks.
                 remote?.serve()
                 guard changed else {
                     if server.shouldStop { break }
+                    guard releaseHeldInput(dueOnly: true) else { break }
                     guard try holdDownsPassed() else { break }
                     // Done and quiet, or out of time: report where the route is now.
                     adoptIntent(snapshot)
@@ -220,6 +230,7 @@ public struct Watch {
                 warn("\(error)")
             }
         }
+        _ = releaseHeldInput(dueOnly: false)
         // A move still held when the watch ends is reported as it stands.
         if let held = hold {
             hold = nil
@@ -1004,8 +1015,38 @@ public struct Watch {
         return reportRoute(Status(snapshot: snapshot), reason: .override)
     }
 
+    /// Prints the held `input` event (`heldInput`), once its moment has passed unless `dueOnly` is
+    /// false. False when stdout is gone.
+    mutating func releaseHeldInput(dueOnly: Bool) -> Bool {
+        guard let held = heldInput, !dueOnly || held.until <= clocks.monotonic() else { return true }
+        heldInput = nil
+        return deliver(held.event)
+    }
+
     /// Prints one event, flushed; false when stdout is gone (a closed pipe ends watch quietly).
     mutating func emit(_ event: Event) -> Bool {
+        guard case let .input(source, _, muted) = event else {
+            // What comes after a held input event is printed after it.
+            return releaseHeldInput(dueOnly: false) && deliver(event)
+        }
+        if let held = heldInput {
+            // The server's step through a monitor is over: back where it was, nothing to say;
+            // elsewhere (or only the mute changed), one event from the input last printed.
+            heldInput = nil
+            if source == nil { return deliver(held.event) }
+            if source == reportedInput.source, muted == reportedInput.muted { return true }
+            return deliver(.input(source: source, previous: source == reportedInput.source ? nil : reportedInput.source, micMuted: muted))
+        }
+        if source == nil, reportedInput.source != nil {
+            heldInput = (event, clocks.monotonic() + Self.heldInputQuiet)
+            return true
+        }
+        return deliver(event)
+    }
+
+    /// Prints `event` now, noting what it says of the route and the input.
+    mutating func deliver(_ event: Event) -> Bool {
+        if case let .input(source, _, muted) = event { reportedInput = (source, muted) }
         if case let .route(route, previous, reason, output) = event {
             reported = (route, output)
             if let previous { remote?.routeChanged(route: route, previous: previous, reason: reason) }

@@ -1532,3 +1532,37 @@ extension Snapshot {
         }
     }
 }
+
+/// A microphone's port switch on PipeWire: WirePlumber makes a monitor the default source for a
+/// millisecond or two (hostile test: every mic jack printed `input none`, then the same input again).
+@Suite struct InputStepTests {
+    let mic = "alsa_input.sim-laptop.analog-stereo"
+
+    func inputs(_ events: [Event]) -> [String] {
+        events.compactMap { e in
+            guard case let .input(source, previous, muted) = e else { return nil }
+            return "\(source ?? "none")\(previous.map { " (was \($0))" } ?? "") muted=\(muted.map { "\($0)" } ?? "none")"
+        }
+    }
+
+    @Test func aStepThroughAMonitorIsNoInputEvent() throws {
+        let laptop = try fixture("sim/pulseaudio-laptop")
+        var monitor = laptop
+        monitor.server.defaultSourceName = "alsa_output.sim-laptop.analog-stereo.monitor"
+        var muted = laptop
+        muted.sources = muted.sources.map { var s = $0; if s.name == mic { s.mute = true }; return s }
+        for apply in [false, true] {
+            let clock = ManualClock()
+            // Back within the moment: nothing. Back muted: the mute alone. Gone for good: said once the moment passed.
+            for (script, expected) in [([FakeServer.Step.change(monitor), .change(laptop)], [String]()),
+                                       ([.change(monitor), .change(muted)], ["\(mic) muted=true"]),
+                                       ([.change(monitor), .pass(0.1), .change(laptop)], ["none (was \(mic)) muted=none", "\(mic) muted=false"])] {
+                let server = FakeServer(laptop)
+                server.clock = clock
+                server.script = script
+                let events = try WatchTests().run(server, FakeStore(), apply: apply, clock: clock)
+                #expect(inputs(events) == expected, "apply: \(apply)")
+            }
+        }
+    }
+}
