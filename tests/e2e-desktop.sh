@@ -59,6 +59,10 @@ expect_eq "priority --json: present false" false "$(rc --json priority | json_ge
 run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 priority
 expect_eq "priority list with no server: exit 0" 0 "$rc"
 expect_match "priority list with no server: presence unknown" "^1 +\? +$b_card" "$(printf '%s\n' "$out" | sed -n 2p)"
+run_rc rc priority set speaker
+expect_eq "priority set speaker: a route's name, not a kind the list takes: the note names the speaker's id" \
+	"routectl: note: 'speaker' is kept as an output id, and no output has it; the list takes output ids (the speaker here: '$speaker_id') and the kinds bluetooth and headset" "$err"
+rc priority set "$b_card" bluetooth "$speaker_id" >/dev/null 2>&1
 run_rc rc priority set ""
 expect_eq "priority set '': exit 2" 2 "$rc"
 run_rc rc priority set "$(printf 'a\tb')"

@@ -53,6 +53,13 @@ enum PriorityCommand {
         if !unique.isEmpty, !options.quiet, let live = try? ServerAccess.snapshot(options, parts: [.sinks, .cards]) {
             let outputs = Status(snapshot: live).outputs
             for id in unique where Route(rawValue: id)?.isExternal != true && !outputs.contains(where: { $0.id == id || $0.sink == id }) {
+                // A route's name that is not a kind the list takes (speaker, receiver): name its outputs here.
+                if let route = id == "earpiece" ? .receiver : Route(rawValue: id) {
+                    let ids = outputs.filter { $0.route == route }.map { "'\($0.id)'" }
+                    let here = ids.isEmpty ? "" : " (the \(id) here: \(ids.joined(separator: ", ")))"
+                    Console.err("routectl: note: '\(id)' is kept as an output id, and no output has it; the list takes output ids\(here) and the kinds bluetooth and headset\n")
+                    continue
+                }
                 let known = outputs.map(\.id)
                 Console.err("routectl: note: '\(id)' is not an output here now; it is kept for when it is.\(ArgumentParser.suggestion(id, known))\n")
             }
