@@ -81,6 +81,12 @@ public struct PersistentState: Equatable, Sendable {
         self.preferredInput = preferredInput
         self.priority = priority
     }
+
+    /// What an id the command line or the list takes may be: 1 to 1024 bytes, no control characters.
+    public static func isWellFormed(id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 1024 && !id.unicodeScalars.contains(where: Events.isControl)
+    }
+    public static let idRule = "an id is 1 to 1024 bytes without control characters"
 }
 
 /// A call in progress (DESIGN.md rule 8), as `call.json` keeps it: when it began, whether it is on the

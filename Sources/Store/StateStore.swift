@@ -239,8 +239,12 @@ extension PersistentState: StateRecord {
         guard let target = RouteTarget(rawValue: word), target.isBuiltIn else {
             throw FieldError(key: "default", problem: "'\(word)' is not speaker or earpiece")
         }
-        self.init(defaultTarget: target, preferredInput: try fields.optionalString("preferred_input"),
-                  priority: try fields.strings("priority"))
+        let priority = try fields.strings("priority")
+        // Only hand edits can break the rule `priority set` keeps.
+        if let bad = priority.firstIndex(where: { !Self.isWellFormed(id: $0) }) {
+            throw FieldError(key: "priority[\(bad)]", problem: "a malformed id (\(Self.idRule))")
+        }
+        self.init(defaultTarget: target, preferredInput: try fields.optionalString("preferred_input"), priority: priority)
     }
 
     public var fields: [(String, JSON)] {

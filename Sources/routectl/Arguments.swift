@@ -553,8 +553,8 @@ enum ArgumentParser {
     /// An output or input id as DESIGN.md §1 bounds it: not empty, at most 1,024 bytes, no control
     /// characters (C0, DEL and C1, which terminals also act on).
     static func outputID(_ id: String) throws(Failure) -> String {
-        guard !id.isEmpty, id.utf8.count <= 1024, !id.unicodeScalars.contains(where: Events.isControl) else {
-            throw Failure.usage("The id '\(Events.escapedForLine(String(id.prefix(64))))' is malformed: an id is 1 to 1024 bytes without control characters.")
+        guard PersistentState.isWellFormed(id: id) else {
+            throw Failure.usage("The id '\(Events.escapedForLine(String(id.prefix(64))))' is malformed: \(PersistentState.idRule).")
         }
         return id
     }

@@ -241,7 +241,9 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
             for (text, problem) in [(#"{"version":1,"default":"earpiece","default":"speaker"}"#, "member 'default' is given twice"),
                                     (#"{"version":1,"priority":[{"a":1,"a":2}]}"#, "member 'a' is given twice"),
                                     (#"{"version":"1","default":"earpiece"}"#, "version: expected an integer"),
-                                    (#"{"version":1.0,"default":"earpiece"}"#, "version: expected an integer")] {
+                                    (#"{"version":1.0,"default":"earpiece"}"#, "version: expected an integer"),
+                                    (#"{"version":1,"priority":["bt",""]}"#, "priority[1]: a malformed id"),
+                                    (#"{"version":1,"priority":["a\u0007b"]}"#, "priority[0]: a malformed id")] {
                 try write(text, to: store.stateFile)
                 let error = stateError { try store.loadPersistent() }
                 #expect(error?.path == store.stateFile, "\(text)")
