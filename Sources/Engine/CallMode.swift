@@ -238,7 +238,12 @@ public struct CallMode {
         var mic: [Action] = []
         let source = record.defaultSource.flatMap { name in result.snapshot.sources.first { $0.name == name } }
             ?? result.snapshot.defaultSource
-        if let source, source.name != result.snapshot.server.defaultSourceName, preferences.preferredInput == nil {
+        // A preferred input the route's move applied stands; one it could not (absent, its jack empty)
+        // leaves the microphone from before the call to be put back.
+        let preferredApplied = preferences.preferredInput.map { id in
+            Status(snapshot: result.snapshot).inputs.contains { ($0.id == id || $0.source == id) && $0.availability != .unavailable }
+        } ?? false
+        if let source, source.name != result.snapshot.server.defaultSourceName, !preferredApplied {
             mic.append(.setDefaultSource(source.name))
         }
         if let source, let muted = record.micMuted, source.mute != muted { mic.append(.setSourceMute(source: source.name, mute: muted)) }

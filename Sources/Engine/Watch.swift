@@ -211,7 +211,7 @@ public struct Watch {
                     // D-Bus service goes on answering. Ending here would take the phone shell's call
                     // audio service down with it.
                     sayStateTrouble(error)
-                    guard server.pause(seconds: 1) else { break }
+                    guard releaseHeldInput(dueOnly: false), server.pause(seconds: 1) else { break }
                     continue
                 }
                 guard server.isConnected else {
@@ -820,9 +820,13 @@ public struct Watch {
         if record != nil {
             callRecordSeen = true
         } else if callRecordSeen {
-            // A card that came back during the call (or as it ended) may be owed its profile now.
+            // A card that came back during the call (or as it ended) may be owed its profile now, and
+            // rules changed during it apply now.
             callRecordSeen = false
-            if apply { owedCheck = true }
+            if apply {
+                owedCheck = true
+                rulesCheckOwed = true
+            }
         }
         let active = record?.isBegun(now: clocks.wallMilliseconds()) ?? false
         guard active != callActive else {
@@ -956,6 +960,9 @@ public struct Watch {
                 }
             }
             let status = Status(snapshot: snapshot)
+            // The input as the server came back with it: later input events start from there.
+            guard releaseHeldInput(dueOnly: false) else { return false }
+            reportedInput = (status.defaultInput, status.micMuted)
             return emit(.recovered(route: status.route, output: status.output))
         }
         return false
@@ -991,28 +998,46 @@ public struct Watch {
 
     /// The priority list or the persistent default changed (`priority set|clear`, `default TARGET` in
     /// another shell): if the route is where the rules put it before, and they now put it elsewhere,
-    /// it goes there, as routectl's own move (`override`, as `clear` moves it). A route the user put
-    /// elsewhere by other means stays. Not under an override (the rules apply once it is cleared) nor
-    /// in a call (the call's route stands; the rules apply at its end). False when stdout is gone.
+    /// it goes there, as routectl's own move (`override`, as `clear` moves it), reported as the
+    /// watcher's other moves are (its decision for `why`, the microphone that followed). A route the
+    /// user put elsewhere by other means stays. Under an override the new rules wait for its clear,
+    /// which applies them; in a call, for its end (`reportCall` asks again then). False when stdout
+    /// is gone.
     mutating func applyChangedRules() throws(EngineError) -> Bool {
         let preferences = try self.preferences()
-        let seen = rulesSeen
+        guard let seen = rulesSeen else {
+            rulesSeen = (preferences.priority, preferences.defaultTarget)
+            return true
+        }
+        guard seen.priority != preferences.priority || seen.defaultTarget != preferences.defaultTarget,
+              preferences.override == nil, !preferences.inCall else { return true }
         // Seen, whatever follows: a move the server refuses is not tried again at every round.
         rulesSeen = (preferences.priority, preferences.defaultTarget)
-        guard let seen, seen.priority != preferences.priority || seen.defaultTarget != preferences.defaultTarget,
-              preferences.override == nil, !preferences.inCall else { return true }
         var before = preferences
         before.priority = seen.priority
         before.defaultTarget = seen.defaultTarget
         let status = Status(snapshot: snapshot)
         let request = Policy.ruling(status, preferences, recency: policy)
-        func pick(_ request: RouteRequest) -> String? { (try? Planner.plan(snapshot, request))?.output?.id }
+        let context = PlanContext(preferredInput: preferences.preferredInput, keepCardsOff: true)
+        func pick(_ request: RouteRequest) -> String? { (try? Planner.plan(snapshot, request, context, status: status))?.output?.id }
         guard let output = status.output, pick(Policy.ruling(status, before, recency: policy)) == output.id, pick(request) != output.id else {
             return true
         }
-        snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                     reason: .override, claimDefault: true, keepCardsOff: true).snapshot
-        return reportRoute(Status(snapshot: snapshot), reason: .override)
+        var after = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
+                                      reason: .override, claimDefault: true, keepCardsOff: true).snapshot
+        if Status(snapshot: after).route.isExternal {
+            // Back on a device: what --mute-on-fallback muted is unmuted (only that).
+            do { after = try RouteApplier.unmuteWhatRoutectlMuted(server, store, after, timeout: timeout) } catch { throw .server(error) }
+        }
+        let steps = Change(previous: snapshot, current: after)
+        let cause = seen.priority != preferences.priority ? "the priority list changed" : "the default changed"
+        store.saveDecision(DecisionRecord(reason: .override, cause: cause, output: steps.current.output?.id, at: clocks.wallMilliseconds()))
+        snapshot = after
+        guard reportRoute(steps.current, reason: .override) else { return false }
+        for event in Events.diff(steps) where event.type != "route" {
+            guard emit(event) else { return false }
+        }
+        return true
     }
 
     /// Prints the held `input` event (`heldInput`), once its moment has passed unless `dueOnly` is

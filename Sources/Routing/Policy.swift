@@ -198,10 +198,12 @@ public enum Policy {
             decision.reason = .noSuitableRoute
         }
 
+        // The preferred input back (it appeared, or its jack was plugged): applied again. Not while its
+        // jack is empty: the server would move the default input on to a monitor.
         if let preferred = preferences.preferredInput,
            let input = change.current.inputs.first(where: { $0.id == preferred || $0.source == preferred }),
-           !change.previous.inputs.contains(where: { $0.id == input.id }),
-           !input.isDefault {
+           input.availability != .unavailable, !input.isDefault,
+           !change.previous.inputs.contains(where: { $0.id == input.id && $0.availability != .unavailable }) {
             decision.restoreInput = input
         }
         return decision

@@ -1469,21 +1469,28 @@ extension Snapshot {
 @Suite struct ChangedRulesTests {
     let hdmi = "alsa_card.sim-hdmi:hdmi-output-0"
     let usb = "alsa_output.sim-usb-headset.analog-stereo"
+    /// The file watch's word: state.json changed since the watcher last asked.
+    final class Changed: @unchecked Sendable { var value = false }
+    let changed = Changed()
 
-    /// The watcher as `watch --apply` runs it, told the persistent state changed after each `.run`.
+    /// The watcher as `watch --apply` runs it, told the persistent state changed once after each `rules`.
     func run(_ server: FakeServer, _ store: FakeStore) throws -> [Event] {
         var events: [Event] = []
         var watch = Watch(server: server, store: store, clocks: ManualClock().clocks, apply: true, muteOnFallback: false,
                           timeout: 1, snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: { _ in })
-        watch.rulesMayHaveChanged = { true }
+        watch.rulesMayHaveChanged = { [changed] in
+            defer { changed.value = false }
+            return changed.value
+        }
         try watch.run()
         return events
     }
 
     func rules(_ store: FakeStore, priority: [String], default target: RouteTarget = .speaker) -> [FakeServer.Step] {
-        [.run {
+        [.run { [changed] in
             store.preferencesValue.priority = priority
             store.preferencesValue.defaultTarget = target
+            changed.value = true
         }, .timeout]
     }
 
@@ -1497,6 +1504,19 @@ extension Snapshot {
         #expect(WatchTests().routes(events) == ["headset initial", "unknown (was headset) override", "headset (was unknown) override"])
         #expect(server.current.server.defaultSinkName == usb)
         #expect(store.intents.map(\.reason).allSatisfy { $0 == .override }, "plain watch reports the same reason")
+        #expect(store.decisions.map(\.cause) == ["the priority list changed", "the priority list changed"], "why names it")
+        #expect(store.decisions.last?.output == "alsa_card.sim-usb-headset:analog-output")
+    }
+
+    /// A list changed during a call applies once the call is over, to the route it left.
+    @Test func aListChangedInACallAppliesAtItsEnd() throws {
+        let server = FakeServer(try fixture("sim/pulseaudio-all"))
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 0, speaker: false)
+        server.script = rules(store, priority: [hdmi]) + [.run { store.call = nil }, .timeout]
+        let events = try run(server, store)
+        #expect(WatchTests().routes(events).last == "unknown (was headset) override")
+        #expect(server.current.server.defaultSinkName == "alsa_output.sim-hdmi.hdmi-stereo")
     }
 
     /// The persistent default changed on a phone on its speaker: the route goes to the earpiece.

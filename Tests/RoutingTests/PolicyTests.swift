@@ -174,6 +174,24 @@ struct PolicyRun {
         #expect(d.restoreInput?.id == "usb-mic")
     }
 
+    /// A preferred microphone port is back when its jack is plugged, and not while it is empty (the
+    /// server would move the default input on to a monitor).
+    @Test func aPreferredMicrophoneReturnsWithItsJack() throws {
+        let empty = try fixture("sim/pulseaudio-laptop")
+        var plugged = empty
+        let source = try #require(plugged.sources.firstIndex { $0.name == "alsa_input.sim-laptop.analog-stereo" })
+        let port = try #require(plugged.sources[source].ports.firstIndex { $0.name == "analog-input-mic" })
+        plugged.sources[source].ports[port].availability = .available
+        let preferences = Preferences(preferredInput: "alsa_card.sim-laptop:analog-input-mic")
+        var state = PolicyState(status: Status(snapshot: empty))
+        let plug = Policy.decide(Change(previous: empty, current: plugged), state: &state, preferences: preferences, muteOnFallback: false)
+        #expect(plug.restoreInput?.id == "alsa_card.sim-laptop:analog-input-mic")
+        var gone = empty
+        gone.sources.removeAll { $0.name == "alsa_input.sim-laptop.analog-stereo" }
+        let back = Policy.decide(Change(previous: gone, current: empty), state: &state, preferences: preferences, muteOnFallback: false)
+        #expect(back.restoreInput == nil, "appeared with its jack empty")
+    }
+
     @Test func aDescriptionCannotForgeAnEventLine() {
         let forged = "x\" reason=initial\n00:00:00.000 route speaker\u{1b}[2J\\"
         let line = Events.escapedForLine(forged)
