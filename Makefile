@@ -14,7 +14,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # strace: tests/install.sh checks what the binary looks for at start-up.
 APT_PACKAGES := libpulse-dev pulseaudio pulseaudio-utils pipewire pipewire-bin pipewire-pulse wireplumber dbus python3 \
 	gcc libasound2-dev alsa-ucm-conf python3-dbus python3-gi pulseaudio-module-bluetooth libspa-0.2-bluetooth \
-	libsystemd-dev systemd libcallaudio-tools callaudiod libglib2.0-bin strace
+	libsystemd-dev systemd libcallaudio-tools callaudiod libglib2.0-bin strace fish
 
 # Start-up is most of a query's time, so the release binary links the Swift runtime statically and,
 # where gcc has it, libstdc++ too: libstdc++.so's ~4300 symbol relocations cost ~1 ms per run.

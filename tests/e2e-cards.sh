@@ -66,6 +66,8 @@ expect_eq "bash completes output ids after --device" "$speaker_id" \
 	"$(complete_words routectl set speaker --device alsa_card.sim-laptop:analog-output-s)"
 expect_eq "bash completes input ids after input set" "alsa_card.sim-laptop:analog-input-internal-mic" \
 	"$(complete_words routectl input set alsa_card.sim-laptop:analog-input-int)"
+expect_eq "fish completes input ids after input set" "alsa_card.sim-laptop:analog-input-internal-mic" \
+	"$(PATH="$(dirname "$routectl"):$PATH" fish --no-config -c "source '$root/completions/routectl.fish'; complete -C 'routectl input set alsa_card.sim-laptop:analog-input-int'" | cut -f1)"
 echo "-- input set takes the ids devices prints (CARD:PORT), a microphone port too"
 source_before=$(pactl get-default-source)
 run_rc rc input set alsa_card.sim-laptop:analog-input-mic

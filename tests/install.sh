@@ -96,6 +96,19 @@ for pair in bash:usr/share/bash-completion/completions/routectl zsh:usr/share/zs
 	expect_eq "the installed ${pair%%:*} completion is what 'routectl completions ${pair%%:*}' writes from the command table" \
 		"$("$bin" completions "${pair%%:*}")" "$(cat "$dest/${pair#*:}")"
 done
+# fish itself, on the installed script: what it offers for the command line so far (no server: no ids).
+complete_fish() {
+	PATH="$(dirname "$bin"):$PATH" fish --no-config -c \
+		"source '$dest/usr/share/fish/vendor_completions.d/routectl.fish'; complete -C '$1'" | cut -f1 | sort | tr '\n' ' ' | sed 's/ $//'
+}
+expect_eq "fish completes commands" "set" "$(complete_fish 'routectl se')"
+expect_eq "fish completes the words after a first word (input mute)" "off on toggle" "$(complete_fish 'routectl input mute ')"
+expect_eq "fish: nothing after input mute's one word" "" "$(complete_fish 'routectl input mute on ')"
+expect_eq "fish: priority set takes kinds at every place, not set's targets" "bluetooth headset|bluetooth headset" \
+	"$(complete_fish 'routectl priority set ')|$(complete_fish 'routectl priority set x ')"
+expect_eq "fish: a command's words past a global option and its value" "clear list mute set" "$(complete_fish 'routectl --timeout 3 input ')"
+expect_eq "fish: no file names for --timeout's seconds" "" "$(complete_fish 'routectl --timeout ')"
+expect_eq "fish completes watch options" "--apply" "$(complete_fish 'routectl watch --ap')"
 for cmd in $("$bin" --help | sed -n '/^COMMANDS:/,/^$/p' | awk 'NR > 1 && NF {print $1}'); do
 	expect_match "bash completes the command '$cmd' from --help" "(^| )$cmd( |$)" "$(complete_words routectl "")"
 done

@@ -596,9 +596,10 @@ enum ArgumentParser {
             if d < (best?.1 ?? Int.max) { best = (c, d) }
         }
         guard let (match, distance) = best else { return "" }
+        // Candidates may be a server's names: printed with their control characters escaped.
         let prefix = candidates.filter { $0.hasPrefix(word) && word.count >= 2 }
-        if prefix.count == 1 { return " Did you mean '\(prefix[0])'?" }
-        return distance <= max(1, min(3, match.count / 3)) ? " Did you mean '\(match)'?" : ""
+        if prefix.count == 1 { return " Did you mean '\(Events.printable(prefix[0]))'?" }
+        return distance <= max(1, min(3, match.count / 3)) ? " Did you mean '\(Events.printable(match))'?" : ""
     }
 
     /// Edits between two words, a swap of neighbours counting as one (`qeury` is one from `query`).

@@ -23,7 +23,7 @@ extension RouteCommands {
         }
         var out = rows.isEmpty ? "no inputs\n" : Console.table([["", "KIND", "AVAILABLE", "ID", "DESCRIPTION"]] + rows)
         if let preferred = preferences.preferredInput, !status.inputs.contains(where: { $0.id == preferred || $0.source == preferred }) {
-            out += "preferred input '\(preferred)' is not connected; it is used again when it returns\n"
+            out += "preferred input '\(Events.printable(preferred))' is not connected; it is used again when it returns\n"
         }
         return RouteCtl.write(out)
     }

@@ -55,7 +55,7 @@ enum PriorityCommand {
             for id in unique where Route(rawValue: id)?.isExternal != true && !outputs.contains(where: { $0.id == id || $0.sink == id }) {
                 // A route's name that is not a kind the list takes (speaker, receiver): name its outputs here.
                 if let route = id == "earpiece" ? .receiver : Route(rawValue: id) {
-                    let ids = outputs.filter { $0.route == route }.map { "'\($0.id)'" }
+                    let ids = outputs.filter { $0.route == route }.map { "'\(Events.printable($0.id))'" }
                     let here = ids.isEmpty ? "" : " (the \(id) here: \(ids.joined(separator: ", ")))"
                     Console.err("routectl: note: '\(id)' is kept as an output id, and no output has it; the list takes output ids\(here) and the kinds bluetooth and headset\n")
                     continue

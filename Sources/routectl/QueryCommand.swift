@@ -68,10 +68,10 @@ enum QueryCommand {
             let get = { (key: String) in members.first { $0.0 == key }?.1 }
             let name = get("name").flatMap(\.stringValue) ?? ""
             let version = get("version").flatMap(\.stringValue) ?? ""
-            return serverLine(ServerInfo(name: name, version: version, serverString: get("address").flatMap(\.stringValue)))
+            return Events.printable(serverLine(ServerInfo(name: name, version: version, serverString: get("address").flatMap(\.stringValue))))
         case .output:
             guard case let .object(members) = value else { return text(value) }
-            return members.first { $0.0 == "id" }?.1.stringValue ?? "none"
+            return Events.printable(members.first { $0.0 == "id" }?.1.stringValue ?? "none")
         default:
             return text(value)
         }

@@ -205,6 +205,7 @@ struct PolicyRun {
     @Test func aDescriptionInATableCannotDriveTheTerminal() {
         #expect(Events.printable("Evil\u{1b}[31mRED\u{07}\"q\"\\\u{85}") == #"Evil\x1b[31mRED\x07"q"\\x85"#)
         #expect(Events.printable("Écouteurs \"WH-1000XM4\"") == "Écouteurs \"WH-1000XM4\"", "printable text is left alone")
+        #expect(Events.printable("a\u{9B}31mb") == #"a\x9b31mb"#, "a C1 control alone (CSI) is found too")
     }
 }
 
