@@ -86,7 +86,8 @@ public struct Watch {
     public var rulesMayHaveChanged: (() -> Bool)?
     /// An `input` event to no input, held for a moment (`heldInputQuiet`): while it switches a
     /// microphone's port, the server makes a monitor the default source for a millisecond or two
-    /// (WirePlumber, on a mic jack). Back on the input last printed by then, neither is printed.
+    /// (WirePlumber, on a mic jack). Back on the input last printed by then, neither is printed;
+    /// otherwise it is printed then (other events meanwhile are not held for it).
     var heldInput: (event: Event, until: Double)?
     /// The input last printed, and its mute.
     var reportedInput: (source: String?, muted: Bool?) = (nil, nil)
@@ -1050,10 +1051,9 @@ public struct Watch {
 
     /// Prints one event, flushed; false when stdout is gone (a closed pipe ends watch quietly).
     mutating func emit(_ event: Event) -> Bool {
-        guard case let .input(source, _, muted) = event else {
-            // What comes after a held input event is printed after it.
-            return releaseHeldInput(dueOnly: false) && deliver(event)
-        }
+        // Other events go out as they come: a headset's combo jack moves the route and the
+        // microphone's port in one plug, and the route event does not end the microphone's step.
+        guard case let .input(source, _, muted) = event else { return deliver(event) }
         if let held = heldInput {
             // The server's step through a monitor is over: back where it was, nothing to say;
             // elsewhere (or only the mute changed), one event from the input last printed.

@@ -1585,4 +1585,19 @@ extension Snapshot {
             }
         }
     }
+
+    /// Headphones with a microphone in one combo jack: the route moves while the microphone's port
+    /// steps through the monitor; the route event goes out, the step does not.
+    @Test func aComboJacksRouteEventLeavesTheStepUnprinted() throws {
+        let laptop = try fixture("sim/pulseaudio-laptop"), phones = try fixture("sim/pulseaudio-laptop-headphones")
+        var step = phones
+        step.server.defaultSourceName = "alsa_output.sim-laptop.analog-stereo.monitor"
+        for apply in [false, true] {
+            let server = FakeServer(laptop)
+            server.script = [.change(step), .change(phones)]
+            let events = try WatchTests().run(server, FakeStore(), apply: apply)
+            #expect(WatchTests().routes(events) == ["speaker initial", "headset (was speaker) new-device-available"], "apply: \(apply)")
+            #expect(inputs(events).isEmpty, "apply: \(apply)")
+        }
+    }
 }
