@@ -1001,19 +1001,23 @@ public struct Watch {
     /// another shell): if the route is where the rules put it before, and they now put it elsewhere,
     /// it goes there, as routectl's own move (`override`, as `clear` moves it), reported as the
     /// watcher's other moves are (its decision for `why`, the microphone that followed). A route the
-    /// user put elsewhere by other means stays. Under an override the new rules wait for its clear,
-    /// which applies them; in a call, for its end (`reportCall` asks again then). False when stdout
-    /// is gone.
+    /// user put elsewhere by other means stays. Under an override the new rules are only noted: the
+    /// override's clear applies them. In a call they wait for its end, whose route is the old rules'
+    /// pick (`reportCall` asks again then). Under the route lock, as `set` and `clear` take it: a
+    /// `set` just after the change waits for this move, or this move for the override it records.
+    /// False when stdout is gone.
     mutating func applyChangedRules() throws(EngineError) -> Bool {
+        let lock = try? store.lockRoute()
+        defer { withExtendedLifetime(lock) {} }
         let preferences = try self.preferences()
         guard let seen = rulesSeen else {
             rulesSeen = (preferences.priority, preferences.defaultTarget)
             return true
         }
-        guard seen.priority != preferences.priority || seen.defaultTarget != preferences.defaultTarget,
-              preferences.override == nil, !preferences.inCall else { return true }
+        guard seen.priority != preferences.priority || seen.defaultTarget != preferences.defaultTarget, !preferences.inCall else { return true }
         // Seen, whatever follows: a move the server refuses is not tried again at every round.
         rulesSeen = (preferences.priority, preferences.defaultTarget)
+        guard preferences.override == nil else { return true }
         var before = preferences
         before.priority = seen.priority
         before.defaultTarget = seen.defaultTarget

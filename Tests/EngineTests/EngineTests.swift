@@ -1476,7 +1476,9 @@ extension Snapshot {
     /// The watcher as `watch --apply` runs it, told the persistent state changed once after each `rules`.
     func run(_ server: FakeServer, _ store: FakeStore) throws -> [Event] {
         var events: [Event] = []
-        var watch = Watch(server: server, store: store, clocks: ManualClock().clocks, apply: true, muteOnFallback: false,
+        let clock = ManualClock()
+        server.clock = clock
+        var watch = Watch(server: server, store: store, clocks: clock.clocks, apply: true, muteOnFallback: false,
                           timeout: 1, snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: { _ in })
         watch.rulesMayHaveChanged = { [changed] in
             defer { changed.value = false }
@@ -1506,6 +1508,26 @@ extension Snapshot {
         #expect(store.intents.map(\.reason).allSatisfy { $0 == .override }, "plain watch reports the same reason")
         #expect(store.decisions.map(\.cause) == ["the priority list changed", "the priority list changed"], "why names it")
         #expect(store.decisions.last?.output == "alsa_card.sim-usb-headset:analog-output")
+    }
+
+    /// A list set under an override is noted: once `clear` has applied it, clearing the list moves the
+    /// route again (hostile test: the watcher kept comparing with the list before the override).
+    /// Each move is made under the route lock `set` takes.
+    @Test func aListNotedUnderAnOverrideIsTheOneTheNextChangeLeaves() throws {
+        let all = try fixture("sim/pulseaudio-all")
+        let server = FakeServer(all)
+        let store = FakeStore()
+        store.record = OverrideRecord(target: .speaker, setAt: 0, externals: Status(snapshot: all).externalKeys)
+        var locked: [Bool] = []
+        server.whileApplying = { _ in locked.append(store.routeLockHolders > 0) }
+        // `clear`: the override gone, the route on the listed HDMI output (as the command leaves it).
+        let cleared = FakeServer.Step.run { store.record = nil }
+        server.script = rules(store, priority: [hdmi]) + [cleared, .change(all.routed(to: "alsa_output.sim-hdmi.hdmi-stereo")), .pass(1)]
+            + rules(store, priority: [])
+        let events = try run(server, store)
+        #expect(WatchTests().routes(events).last == "headset (was unknown) override")
+        #expect(server.current.server.defaultSinkName == usb)
+        #expect(!locked.isEmpty && locked.allSatisfy { $0 }, "\(locked)")
     }
 
     /// A list changed during a call applies once the call is over, to the route it left.
