@@ -66,6 +66,13 @@ expect_eq "bash completes output ids after --device" "$speaker_id" \
 	"$(complete_words routectl set speaker --device alsa_card.sim-laptop:analog-output-s)"
 expect_eq "bash completes input ids after input set" "alsa_card.sim-laptop:analog-input-internal-mic" \
 	"$(complete_words routectl input set alsa_card.sim-laptop:analog-input-int)"
+# As bash splits the words it completes, at ':' and '=': a reply replaces the piece after the last split.
+expect_eq "bash completes an id bash split at its colon" "analog-output-speaker" \
+	"$(complete_words routectl set speaker --device alsa_card.sim-laptop : analog-output-s)"
+expect_eq "bash completes --device=ID split at '=' and ':'" "analog-output-speaker" \
+	"$(complete_words routectl set --device = alsa_card.sim-laptop : analog-output-s)"
+expect_eq "bash completes the ports after a card's colon" ":analog-input-internal-mic :analog-input-mic" \
+	"$(complete_words routectl input set alsa_card.sim-laptop : | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "fish completes input ids after input set" "alsa_card.sim-laptop:analog-input-internal-mic" \
 	"$(PATH="$(dirname "$routectl"):$PATH" fish --no-config -c "source '$root/completions/routectl.fish'; complete -C 'routectl input set alsa_card.sim-laptop:analog-input-int'" | cut -f1)"
 echo "-- input set takes the ids devices prints (CARD:PORT), a microphone port too"

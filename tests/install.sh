@@ -86,6 +86,7 @@ expect_eq "bash completes targets" "speaker" "$(complete_words routectl set sp)"
 expect_eq "bash completes fields" "external engaged" "$(complete_words routectl query e)"
 expect_eq "bash completes watch options" "--apply" "$(complete_words routectl watch --ap)"
 expect_eq "bash completes the words after a first word (input mute)" "on off toggle" "$(complete_words routectl input mute "")"
+expect_eq "bash completes a command after --timeout=5 (bash splits it at '=')" "set" "$(complete_words routectl --timeout = 5 se)"
 expect_eq "bash completes the words after a first word (completions ids)" "outputs inputs" "$(complete_words routectl completions ids "")"
 expect_eq "bash completes the kinds priority set takes, at every place" "bluetooth headset|bluetooth headset" \
 	"$(complete_words routectl priority set "")|$(complete_words routectl priority set x "")"
