@@ -84,10 +84,11 @@ public struct Watch {
     /// With --apply: true once the persistent state may have changed since it was last asked (another
     /// shell's `priority set|clear` or `default`); the loop then applies the rules it now holds.
     public var rulesMayHaveChanged: (() -> Bool)?
-    /// An `input` event to no input, held for a moment (`heldInputQuiet`): while it switches a
-    /// microphone's port, the server makes a monitor the default source for a millisecond or two
-    /// (WirePlumber, on a mic jack). Back on the input last printed by then, neither is printed;
-    /// otherwise it is printed then (other events meanwhile are not held for it).
+    /// An `input` event to another input or none, held for a moment (`heldInputQuiet`): while it
+    /// switches a microphone's port, the server makes a monitor or another microphone the default
+    /// source for a millisecond or two (WirePlumber, on a mic or headset jack). Back on the input
+    /// last printed by then, nothing is printed; otherwise one event from it, then (other events
+    /// meanwhile are not held for it). A change of the mute alone is printed at once.
     var heldInput: (event: Event, until: Double)?
     /// The input last printed, and its mute.
     var reportedInput: (source: String?, muted: Bool?) = (nil, nil)
@@ -1058,19 +1059,15 @@ public struct Watch {
         // Other events go out as they come: a headset's combo jack moves the route and the
         // microphone's port in one plug, and the route event does not end the microphone's step.
         guard case let .input(source, _, muted) = event else { return deliver(event) }
-        if let held = heldInput {
-            // The server's step through a monitor is over: back where it was, nothing to say;
-            // elsewhere (or only the mute changed), one event from the input last printed.
+        guard source != reportedInput.source else {
+            // Back on the input last printed (the server's step is over: nothing to say), or only its
+            // mute changed.
             heldInput = nil
-            if source == nil { return deliver(held.event) }
-            if source == reportedInput.source, muted == reportedInput.muted { return true }
-            return deliver(.input(source: source, previous: source == reportedInput.source ? nil : reportedInput.source, micMuted: muted))
+            return muted == reportedInput.muted || deliver(.input(source: source, previous: nil, micMuted: muted))
         }
-        if source == nil, reportedInput.source != nil {
-            heldInput = (event, clocks.monotonic() + Self.heldInputQuiet)
-            return true
-        }
-        return deliver(event)
+        // Another input, or none: printed once it has lasted a moment.
+        heldInput = (.input(source: source, previous: reportedInput.source, micMuted: muted), clocks.monotonic() + Self.heldInputQuiet)
+        return true
     }
 
     /// Prints `event` now, noting what it says of the route and the input.

@@ -1622,4 +1622,25 @@ extension Snapshot {
             #expect(inputs(events).isEmpty, "apply: \(apply)")
         }
     }
+
+    /// The server passing through another microphone (a headset jack pulled on a phone with a USB
+    /// microphone beside it): nothing; one that stays is printed once the moment has passed.
+    @Test func aStepThroughAnotherMicrophoneIsNoInputEvent() throws {
+        var laptop = try fixture("sim/pulseaudio-laptop")
+        laptop.sources.append(Source(index: 20, name: "alsa_input.usb-mic", description: "USB mic"))
+        var usb = laptop
+        usb.server.defaultSourceName = "alsa_input.usb-mic"
+        for apply in [false, true] {
+            let clock = ManualClock()
+            for (script, expected) in [([FakeServer.Step.change(usb), .change(laptop)], [String]()),
+                                       ([.change(usb), .pass(0.1)], ["alsa_input.usb-mic (was \(mic)) muted=false"])] {
+                let server = FakeServer(laptop)
+                server.clock = clock
+                server.script = script
+                let events = try WatchTests().run(server, FakeStore(), apply: apply, clock: clock)
+                #expect(inputs(events) == expected, "apply: \(apply)")
+            }
+        }
+    }
 }
+
