@@ -240,9 +240,7 @@ public struct CallMode {
             ?? result.snapshot.defaultSource
         // A preferred input the route's move applied stands; one it could not (absent, its jack empty)
         // leaves the microphone from before the call to be put back.
-        let preferredApplied = preferences.preferredInput.map { id in
-            Status(snapshot: result.snapshot).inputs.contains { ($0.id == id || $0.source == id) && $0.availability != .unavailable }
-        } ?? false
+        let preferredApplied = Status(snapshot: result.snapshot).usableInput(preferred: preferences.preferredInput) != nil
         if let source, source.name != result.snapshot.server.defaultSourceName, !preferredApplied {
             mic.append(.setDefaultSource(source.name))
         }

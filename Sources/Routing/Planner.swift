@@ -285,10 +285,7 @@ public enum Planner {
     /// whose jack is empty is not: the server would move the default on to a monitor), else the
     /// headset's own microphone (a source of the same card), else leave the server's choice.
     static func inputActions(for sink: Sink, route: Route, _ snapshot: Snapshot, _ status: Status, _ preferredInput: String?) -> [Action] {
-        if let preferredInput, let input = status.inputs.first(where: { $0.id == preferredInput || $0.source == preferredInput }),
-           input.availability != .unavailable {
-            return sourceActions(input, snapshot)
-        }
+        if let input = status.usableInput(preferred: preferredInput) { return sourceActions(input, snapshot) }
         guard route.isExternal, let card = snapshot.card(of: sink),
               let source = snapshot.sources.first(where: { !$0.isMonitor && snapshot.card(of: $0)?.index == card.index }),
               source.name != snapshot.server.defaultSourceName else { return [] }

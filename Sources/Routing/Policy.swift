@@ -200,10 +200,8 @@ public enum Policy {
 
         // The preferred input back (it appeared, or its jack was plugged): applied again. Not while its
         // jack is empty: the server would move the default input on to a monitor.
-        if let preferred = preferences.preferredInput,
-           let input = change.current.inputs.first(where: { $0.id == preferred || $0.source == preferred }),
-           input.availability != .unavailable, !input.isDefault,
-           !change.previous.inputs.contains(where: { $0.id == input.id && $0.availability != .unavailable }) {
+        if let input = change.current.usableInput(preferred: preferences.preferredInput), !input.isDefault,
+           !change.previous.inputs.contains(where: { $0.id == input.id && $0.availability.isUsable }) {
             decision.restoreInput = input
         }
         return decision

@@ -66,6 +66,9 @@ public struct Input: Equatable, Sendable {
     public var description: String
     public var availability: PortAvailability
     public var isDefault: Bool
+
+    /// Whether the preferred input `id` (an input id, or a source name for its ports) names this one.
+    public func isNamed(by id: String?) -> Bool { id == self.id || id == source }
 }
 
 /// The status of a server, derived from one snapshot: what `query` and `devices` show.
@@ -106,6 +109,13 @@ public struct Status: Equatable, Sendable {
 
     /// The default source when it is an input (not a monitor).
     public var defaultInput: String? { inputs.first { $0.isDefault }?.source }
+
+    /// The preferred input `id` while it can be used: present, and not a port whose jack is empty (the
+    /// server would move the default input on to a monitor).
+    public func usableInput(preferred id: String?) -> Input? {
+        guard let input = inputs.first(where: { $0.isNamed(by: id) }), input.availability.isUsable else { return nil }
+        return input
+    }
 
     /// Whether an output of this kind could be used now (with a profile switch if need be).
     public func isAvailable(_ route: Route) -> Bool {

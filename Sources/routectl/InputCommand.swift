@@ -18,11 +18,11 @@ extension RouteCommands {
             ]).text + "\n")
         }
         let rows = status.inputs.map { i in
-            [(i.isDefault ? "*" : " ") + (i.id == preferences.preferredInput || i.source == preferences.preferredInput ? "P" : " "),
+            [(i.isDefault ? "*" : " ") + (i.isNamed(by: preferences.preferredInput) ? "P" : " "),
              i.kind.rawValue, i.availability.isUsable ? "yes" : "no", i.id, i.description]
         }
         var out = rows.isEmpty ? "no inputs\n" : Console.table([["", "KIND", "AVAILABLE", "ID", "DESCRIPTION"]] + rows)
-        if let preferred = preferences.preferredInput, !status.inputs.contains(where: { $0.id == preferred || $0.source == preferred }) {
+        if let preferred = preferences.preferredInput, !status.inputs.contains(where: { $0.isNamed(by: preferred) }) {
             out += "preferred input '\(Events.printable(preferred))' is not connected; it is used again when it returns\n"
         }
         return RouteCtl.write(out)
