@@ -84,12 +84,14 @@ public struct Watch {
     /// With --apply: true once the persistent state may have changed since it was last asked (another
     /// shell's `priority set|clear` or `default`); the loop then applies the rules it now holds.
     public var rulesMayHaveChanged: (() -> Bool)?
-    /// An `input` event to another input or none, held for a moment (`heldInputQuiet`): while it
-    /// switches a microphone's port, the server makes a monitor or another microphone the default
-    /// source for a millisecond or two (WirePlumber, on a mic or headset jack). Back on the input
-    /// last printed by then, nothing is printed; otherwise one event from it, then (other events
-    /// meanwhile are not held for it). A change of the mute alone is printed at once.
-    var heldInput: (event: Event, until: Double)?
+    /// An `input` event to another input or none, held for a moment (`heldInputQuiet`), and for as
+    /// long as the server is on its way back to the input last printed (`Snapshot.isReturning`, at
+    /// most `RouteHold.limit`): while it switches a microphone's port, the server makes a monitor or
+    /// another microphone the default source for a few milliseconds, longer on a busy machine
+    /// (WirePlumber, on a mic or headset jack). Back on the input last printed by then, nothing is
+    /// printed; otherwise one event from it, then (other events meanwhile are not held for it). A
+    /// change of the mute alone is printed at once.
+    var heldInput: (event: Event, since: Double, until: Double)?
     /// The input last printed, and its mute.
     var reportedInput: (source: String?, muted: Bool?) = (nil, nil)
     static let heldInputQuiet = RouteHold.quiet
@@ -1049,7 +1051,12 @@ public struct Watch {
     /// Prints the held `input` event (`heldInput`), once its moment has passed unless `dueOnly` is
     /// false. False when stdout is gone.
     mutating func releaseHeldInput(dueOnly: Bool) -> Bool {
-        guard let held = heldInput, !dueOnly || held.until <= clocks.monotonic() else { return true }
+        let now = clocks.monotonic()
+        guard let held = heldInput, !dueOnly || held.until <= now else { return true }
+        if dueOnly, now < held.since + RouteHold.limit, snapshot.isReturning(toInput: reportedInput.source) {
+            heldInput?.until = now + Self.heldInputQuiet
+            return true
+        }
         heldInput = nil
         return deliver(held.event)
     }
@@ -1066,7 +1073,8 @@ public struct Watch {
             return muted == reportedInput.muted || deliver(.input(source: source, previous: nil, micMuted: muted))
         }
         // Another input, or none: printed once it has lasted a moment.
-        heldInput = (.input(source: source, previous: reportedInput.source, micMuted: muted), clocks.monotonic() + Self.heldInputQuiet)
+        let now = clocks.monotonic()
+        heldInput = (.input(source: source, previous: reportedInput.source, micMuted: muted), heldInput?.since ?? now, now + Self.heldInputQuiet)
         return true
     }
 

@@ -34,6 +34,20 @@ public struct Snapshot: Equatable, Sendable {
 
     public var defaultSink: Sink? { sinks.first { $0.name == server.defaultSinkName } }
     public var defaultSource: Source? { sources.first { $0.name == server.defaultSourceName } }
+
+    /// Whether the server is on its way back to the input `name` it stepped off: the source is still
+    /// here, not the default, and either its port's jack was emptied while another of its ports can
+    /// take over (the session manager switches ports), or it can be used and the default input is none
+    /// (a monitor or nothing: the session manager picks it again once its port is switched).
+    /// WirePlumber takes these steps on each microphone jack plugged or pulled.
+    public func isReturning(toInput name: String?) -> Bool {
+        guard let name, name != server.defaultSourceName,
+              let source = sources.first(where: { $0.name == name && !$0.isMonitor }) else { return false }
+        if let active = source.activePortInfo, !active.availability.isUsable {
+            return source.ports.contains { $0.availability.isUsable }
+        }
+        return defaultSource?.isMonitor ?? true
+    }
     public func card(index: UInt32?) -> Card? {
         guard let index else { return nil }
         return cards.first { $0.index == index }
