@@ -110,6 +110,7 @@ expect_eq "fish: priority set takes kinds at every place, not set's targets" "bl
 expect_eq "fish: a command's words past a global option and its value" "clear list mute set" "$(complete_fish 'routectl --timeout 3 input ')"
 expect_eq "fish: no file names for --timeout's seconds" "" "$(complete_fish 'routectl --timeout ')"
 expect_eq "fish completes watch options" "--apply" "$(complete_fish 'routectl watch --ap')"
+expect_eq "fish: a flag already given is not offered again" "|" "$(complete_fish 'routectl watch --apply --ap')|$(complete_fish 'routectl --json -q --js')"
 for cmd in $("$bin" --help | sed -n '/^COMMANDS:/,/^$/p' | awk 'NR > 1 && NF {print $1}'); do
 	expect_match "bash completes the command '$cmd' from --help" "(^| )$cmd( |$)" "$(complete_words routectl "")"
 done

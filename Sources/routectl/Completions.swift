@@ -212,7 +212,10 @@ enum Completions {
         """
         func line(_ o: OptionSpec, _ condition: String?) -> String {
             var l = "complete -c routectl"
-            if let condition { l += " -n \"\(condition)\"" }
+            // A flag already on the line is not offered again.
+            let given = o.value == nil ? "not __fish_contains_opt \(o.short.map { "-s \($0) " } ?? "")\(o.name)" : nil
+            let conditions = [condition, given].compactMap { $0 }
+            if !conditions.isEmpty { l += " -n \"\(conditions.joined(separator: "; and "))\"" }
             if let short = o.short { l += " -s \(short)" }
             l += " -l \(o.name)"
             // A value that is no file name (seconds, an address, an id): -x, no files offered.
