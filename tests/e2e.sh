@@ -239,8 +239,14 @@ run_rc env PULSE_SERVER="unix:$dir/blackhole" "$routectl" --timeout 0.5 query
 elapsed=$((($(date +%s%N) - start) / 1000000))
 kill "$hole"
 expect_rc "silent server: exit 4" 4
-expect_match "silent server: says it timed out" '^routectl: Connection failure: Timeout' "$err"
+expect_match "silent server: says it timed out, and after how long" '^routectl: Connection failure: Timeout: no answer within 0\.5 s\. Is a PulseAudio' "$err"
 if [ "$elapsed" -lt 2000 ]; then ok "silent server: gave up after ${elapsed} ms (timeout 0.5 s)"; else not_ok "silent server: took ${elapsed} ms"; fi
+
+# A --timeout too short for any server: the message says what ran out (the server is there).
+run_rc "$routectl" --timeout 1e-6 query
+expect_rc "--timeout 1e-6 with a server: exit 4" 4
+expect_eq "--timeout 1e-6: one line naming the timeout" \
+	"routectl: Connection failure: Timeout: no answer within 1e-06 s. Is a PulseAudio or PipeWire server running? (try --server or PULSE_SERVER, or a longer --timeout)" "$err"
 
 echo "-- help and version"
 expect_same "-h, --help and help print the same" rc --help -- rc -h

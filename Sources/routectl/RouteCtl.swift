@@ -173,8 +173,16 @@ enum ServerAccess {
             if !endsWithCommand { connection.keepUntilExit() }
             return connection
         } catch {
-            throw failure(error)
+            guard error.isDeadline else { throw failure(error) }
+            // A server that is there but slow (or a --timeout too short for any) is told apart from none.
+            throw Failure(status: .noServer, message: "\(error): no answer within \(seconds(options.timeout)) s. "
+                + "Is a PulseAudio or PipeWire server running? (try --server or PULSE_SERVER, or a longer --timeout)")
         }
+    }
+
+    /// Seconds as the user would write them: `5`, `0.5`, `1e-06`.
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
     }
 
     /// The connection of a one-shot command that changes the route or a call: from here it carries
