@@ -499,4 +499,19 @@ expect_eq "profiles.json a directory: call end says what it could not record, on
 expect_match "profiles.json a directory: the call is over" "^call +no" "$(rc call status | head -1)"
 rmdir "$XDG_RUNTIME_DIR/routectl/profiles.json"
 
+echo "-- laptop and a USB headset: the microphone chosen over the preferred one is back after the call"
+cards_server laptop usb-headset
+laptop_mic=alsa_input.sim-laptop.analog-stereo usb_mic=alsa_input.sim-usb-headset.analog-stereo
+default_source_is() { [ "$(pactl get-default-source)" = "$1" ]; }
+rc input set "$usb_mic" >/dev/null
+pactl set-default-source "$laptop_mic"
+wait_for "the laptop's microphone, chosen with pactl" default_source_is "$laptop_mic" || true
+run_rc rc call start
+expect_eq "preferred mic not chosen: call start exit 0" 0 "$rc"
+expect_eq "preferred mic not chosen: the call on the headset's microphone (server)" "$usb_mic" "$(pactl get-default-source)"
+run_rc rc call end
+expect_eq "preferred mic not chosen: call end exit 0" 0 "$rc"
+expect_eq "preferred mic not chosen: call end gives the laptop's microphone back (server)" "$laptop_mic" "$(pactl get-default-source)"
+rc input clear >/dev/null
+
 summary

@@ -238,10 +238,13 @@ public struct CallMode {
         var mic: [Action] = []
         let source = record.defaultSource.flatMap { name in result.snapshot.sources.first { $0.name == name } }
             ?? result.snapshot.defaultSource
-        // A preferred input the route's move applied stands; one it could not (absent, its jack empty)
-        // leaves the microphone from before the call to be put back.
-        let preferredApplied = Status(snapshot: result.snapshot).usableInput(preferred: preferences.preferredInput) != nil
-        if let source, source.name != result.snapshot.server.defaultSourceName, !preferredApplied {
+        // The microphone from before the call comes back, as the output does, when no external device
+        // came or went (a microphone chosen over the preferred one stays chosen). Otherwise the route
+        // went by the rules, and a preferred input its move applied stands; one it could not (absent,
+        // its jack empty) leaves the microphone from before the call to be put back.
+        let preferredStands = status.externalKeys != record.externals
+            && Status(snapshot: result.snapshot).usableInput(preferred: preferences.preferredInput) != nil
+        if let source, source.name != result.snapshot.server.defaultSourceName, !preferredStands {
             mic.append(.setDefaultSource(source.name))
         }
         if let source, let muted = record.micMuted, source.mute != muted { mic.append(.setSourceMute(source: source.name, mute: muted)) }

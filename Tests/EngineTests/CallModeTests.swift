@@ -114,6 +114,26 @@ import Testing
         #expect(server.current.cards.first?.activeProfile == "HiFi")
     }
 
+    /// The user picked the laptop's microphone over the preferred USB headset's (with pactl): the call
+    /// takes the headset's, and its end gives the laptop's back, as it was. A device that came or went
+    /// during the call lets the preferred one stand, as the route goes by the rules then.
+    @Test func callEndPutsBackTheMicrophoneChosenOverThePreferredOne() throws {
+        let laptopMic = "alsa_input.sim-laptop.analog-stereo", usbMic = "alsa_input.sim-usb-headset.analog-stereo"
+        var all = try fixture("sim/pulseaudio-all")
+        all.server.defaultSourceName = laptopMic
+        for cameOrWent in [false, true] {
+            let server = FakeServer(all)
+            let store = FakeStore()
+            store.preferencesValue.preferredInput = usbMic
+            let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+            let started = try mode.start(speaker: false, timeout: 1)
+            #expect(started.result.snapshot.server.defaultSourceName == usbMic, "the headset's microphone for the call")
+            if cameOrWent { store.call?.externals = [] }
+            let ended = try #require(try mode.end(timeout: 1))
+            #expect(ended.snapshot.server.defaultSourceName == (cameOrWent ? usbMic : laptopMic), "came or went: \(cameOrWent)")
+        }
+    }
+
     @Test func theOverrideStepsAsideForTheCallAndComesBack() throws {
         let server = try phoneServer()
         let store = FakeStore()
