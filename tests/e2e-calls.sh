@@ -513,5 +513,21 @@ run_rc rc call end
 expect_eq "preferred mic not chosen: call end exit 0" 0 "$rc"
 expect_eq "preferred mic not chosen: call end gives the laptop's microphone back (server)" "$laptop_mic" "$(pactl get-default-source)"
 rc input clear >/dev/null
+# The route already on the headset: only the microphone follows it into the call. Muted before (by
+# an earlier call, say) while the laptop's was live, it is live in the call and muted again after it.
+pactl set-default-sink alsa_output.sim-usb-headset.analog-stereo
+pactl set-default-source "$laptop_mic"
+pactl set-source-mute "$laptop_mic" 0
+pactl set-source-mute "$usb_mic" 1
+wait_for "the laptop's microphone, live" default_source_is "$laptop_mic" || true
+run_rc rc --json call start
+expect_eq "the headset's muted microphone: call start exit 0" 0 "$rc"
+expect_eq "the headset's muted microphone: the call's, and live (server)" "$usb_mic Mute: no" \
+	"$(pactl get-default-source) $(pactl get-source-mute "$usb_mic")"
+expect_eq "the headset's muted microphone: call start says it is live" false "$(printf '%s' "$out" | json_get mic_muted)"
+run_rc rc call end
+expect_eq "the headset's muted microphone: call end exit 0" 0 "$rc"
+expect_eq "the headset's muted microphone: muted again after the call, the laptop's the default (server)" \
+	"$laptop_mic Mute: yes" "$(pactl get-default-source) $(pactl get-source-mute "$usb_mic")"
 
 summary

@@ -75,6 +75,14 @@ public struct CallMode {
             var result = try applier.route(request, preferredInput: nil, timeout: timeout, from: before, status: status,
                                            reason: .call, inCall: true)
             try RouteApplier.verify(result)
+            let followed = result.plan.actions.compactMap { action -> String? in
+                if case let .setDefaultSource(name) = action { return name } else { return nil }
+            }.last
+            if let followed, result.snapshot.server.defaultSourceName != followed {
+                // The microphone that followed the route can show a moment after the sink it
+                // follows (PipeWire, the route already on the headset): its mute is the call's.
+                result = RouteApplier.Result(snapshot: try defaultSourceShown(followed, timeout: min(timeout, 1)), plan: result.plan)
+            }
             if existing == nil, let source = result.snapshot.defaultSource, source.name != record.defaultSource {
                 // The call's own microphone: its mute is noted for call end, then it is made live.
                 record.callSource = source.name
@@ -119,6 +127,15 @@ public struct CallMode {
     func unmuted(_ result: RouteApplier.Result, timeout: Double) throws(EngineError) -> RouteApplier.Result {
         guard let source = result.snapshot.defaultSource, source.mute else { return result }
         return RouteApplier.Result(snapshot: try setMute(of: source.name, to: false, timeout: timeout), plan: result.plan)
+    }
+
+    /// The server read back until `source` is its default (or the time ran out).
+    func defaultSourceShown(_ source: String, timeout: Double) throws(EngineError) -> Snapshot {
+        do {
+            return try server.apply([], timeout: timeout) { $0.server.defaultSourceName == source }
+        } catch {
+            throw .server(error)
+        }
     }
 
     /// Mutes or unmutes one source, read back.
