@@ -119,7 +119,14 @@ flip() { # flip PROFILE SINK LABEL
 	expect_cleared "$label: no override-cleared"
 }
 flip "$hfp" "$(bt_sink "$a_addr" "$hfp")" "A2DP -> HFP"
+# Its microphone the preferred input: watch --apply puts it back as HFP returns, which moves no route
+# (on PipeWire it once printed that profile switch as reason=override).
+rc input set "$(pactl list short sources | cut -f2 | grep -E '^bluez_(source|input)\.' | grep -v '\.monitor$' | head -1)" >/dev/null
 flip "$a2dp" "$(bt_sink "$a_addr" "$a2dp")" "HFP -> A2DP"
+flip "$hfp" "$(bt_sink "$a_addr" "$hfp")" "A2DP -> HFP, its microphone the preferred input"
+expect_match "A2DP -> HFP, its microphone the preferred input: the default input (server)" '^bluez_(source|input)\.' "$(pactl get-default-source)"
+rc input clear >/dev/null
+flip "$a2dp" "$(bt_sink "$a_addr" "$a2dp")" "HFP -> A2DP, no preferred input"
 rc clear >/dev/null
 settle
 

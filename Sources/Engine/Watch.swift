@@ -445,7 +445,10 @@ public struct Watch {
             // The server's move, held in its departure window, is answered and reported here, as one change.
             hold = nil
         }
-        guard leftHeld || reportRoute(steps.current, reason: reason) else { return false }
+        // Only a move of routectl's own is reported here. Without one (a preferred microphone put back
+        // alone, an override cleared where the route already was), the change's route events went out
+        // above, or are held there (a profile switch's).
+        guard leftHeld || decision.request == nil || reportRoute(steps.current, reason: reason) else { return false }
         for event in Events.diff(steps) where event.type != "route" {
             guard emit(event) else { return false }
         }
