@@ -292,7 +292,7 @@ run_rc rc --snapshot "$dir/dump.json" call status
 expect_match "--snapshot call status: from the dump" "^call +no" "$(printf '%s\n' "$out" | head -1)"
 run_rc rc call stop
 expect_eq "call stop: exit 2" 2 "$rc"
-expect_eq "call stop: the line" "routectl: The value 'stop' is invalid for 'call'. Did you mean 'end'? See 'routectl --help'." "$err"
+expect_eq "call stop: the line" "routectl: The value 'stop' is invalid for 'call': expected start, end or status. Did you mean 'end'? See 'routectl --help'." "$err"
 run_rc rc call end --speaker
 expect_eq "call end --speaker: exit 2" 2 "$rc"
 run_rc rc input mute maybe

@@ -122,12 +122,16 @@ for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
 	"watch --apply --hold-down 0x2|The value '0x2' is invalid for '--hold-down': expected seconds, 0 to 3600." \
 	"--json=1|Option '--json' takes no value." \
 	"devices extra|Unexpected argument 'extra' for 'devices'." \
-	"set loud|The value 'loud' is invalid for '<target>'." \
-	"set spekaer|The value 'spekaer' is invalid for '<target>'. Did you mean 'speaker'?" \
+	"set loud|The value 'loud' is invalid for '<target>': expected speaker, earpiece, receiver, bluetooth or headset." \
+	"set spekaer|The value 'spekaer' is invalid for '<target>': expected speaker, earpiece, receiver, bluetooth or headset. Did you mean 'speaker'?" \
 	"set|Missing value for '<target>'." \
 	"default bluetooth|The value 'bluetooth' is invalid for 'default': expected speaker or earpiece." \
 	"query --force|Option '--force' does not apply to 'query'." \
-	"input lst|The value 'lst' is invalid for 'input'. Did you mean 'list'?" \
+	"input lst|The value 'lst' is invalid for 'input': expected list, set, clear or mute. Did you mean 'list'?" \
+	"input frob|The value 'frob' is invalid for 'input': expected list, set, clear or mute." \
+	"priority frob|The value 'frob' is invalid for 'priority': expected list, set or clear." \
+	"wait loud|The value 'loud' is invalid for '<route>': expected speaker, receiver, bluetooth, headset or unknown." \
+	"completions tcsh|The value 'tcsh' is invalid for '<shell>': expected bash, zsh or fish." \
 	"--snapshot x set speaker|'set' changes the server or routectl's state; --snapshot is for read-only commands." \
 	"--snapshot x default earpiece|'default earpiece' changes the server or routectl's state; --snapshot is for read-only commands." \
 	"--snapshot x input clear|'input clear' changes the server or routectl's state; --snapshot is for read-only commands." \
@@ -135,7 +139,7 @@ for case in "qury|Unknown command 'qury'. Did you mean 'query'?" \
 	"--snapshot x wait speaker|'wait' follows a live server; --snapshot is a file, read once." \
 	"--force|Option '--force' needs a command ('set')." \
 	"qeury|Unknown command 'qeury'. Did you mean 'query'?" \
-	"set headphone|The value 'headphone' is invalid for '<target>'. Did you mean 'headset'?" \
+	"set headphone|The value 'headphone' is invalid for '<target>': expected speaker, earpiece, receiver, bluetooth or headset. Did you mean 'headset'?" \
 	"query other_audio_playng|The value 'other_audio_playng' is invalid for '<field>'. Did you mean 'other_audio_playing'?"; do
 	args=${case%%|*} message=${case#*|}
 	# shellcheck disable=SC2086

@@ -405,7 +405,7 @@ enum ArgumentParser {
             guard let word = rest.first else { throw Failure.usage("Missing value for '<target>'.") }
             try atMost(1, rest, spec)
             guard let target = RouteTarget(word: word) else {
-                throw Failure.usage("The value '\(word)' is invalid for '<target>'.\(suggestion(word, RouteTarget.words))")
+                throw Failure.usage("The value '\(word)' is invalid for '<target>'\(expected(RouteTarget.words)).\(suggestion(word, RouteTarget.words))")
             }
             let device = try commandOptions["device"].map { id throws(Failure) in try outputID(id) }
             return .set(RouteRequest(target: target, device: device, force: commandOptions["force"] != nil))
@@ -436,7 +436,7 @@ enum ArgumentParser {
                 try atMost(2, rest, spec)
                 return .inputSet(try outputID(rest[1]))
             default:
-                throw Failure.usage("The value '\(verb)' is invalid for 'input'.\(suggestion(verb, ["list", "set", "clear", "mute"]))")
+                throw Failure.usage("The value '\(verb)' is invalid for 'input'\(expected(["list", "set", "clear", "mute"])).\(suggestion(verb, ["list", "set", "clear", "mute"]))")
             }
         case "why":
             try atMost(0, rest, spec)
@@ -451,13 +451,13 @@ enum ArgumentParser {
                 for id in ids { _ = try outputID(id) }
                 return .prioritySet(ids)
             default:
-                throw Failure.usage("The value '\(verb)' is invalid for 'priority'.\(suggestion(verb, ["list", "set", "clear"]))")
+                throw Failure.usage("The value '\(verb)' is invalid for 'priority'\(expected(["list", "set", "clear"])).\(suggestion(verb, ["list", "set", "clear"]))")
             }
         case "call":
             guard let word = rest.first else { throw Failure.usage("Missing value for 'call': expected start, end or status.") }
             try atMost(1, rest, spec)
             guard let verb = CallVerb(rawValue: word) else {
-                throw Failure.usage("The value '\(word)' is invalid for 'call'.\(suggestion(word, CallVerb.allCases.map(\.rawValue)))")
+                throw Failure.usage("The value '\(word)' is invalid for 'call'\(expected(CallVerb.allCases.map(\.rawValue))).\(suggestion(word, CallVerb.allCases.map(\.rawValue)))")
             }
             if commandOptions["speaker"] != nil, verb != .start { throw Failure.usage("Option '--speaker' needs 'call start'.") }
             return .call(verb, speaker: commandOptions["speaker"] != nil)
@@ -479,7 +479,7 @@ enum ArgumentParser {
             guard let word = rest.first else { throw Failure.usage("Missing value for '<route>'.") }
             try atMost(1, rest, spec)
             guard let route = Route(rawValue: word == "earpiece" ? "receiver" : word) else {
-                throw Failure.usage("The value '\(word)' is invalid for '<route>'.\(suggestion(word, Route.allCases.map(\.rawValue)))")
+                throw Failure.usage("The value '\(word)' is invalid for '<route>'\(expected(Route.allCases.map(\.rawValue))).\(suggestion(word, Route.allCases.map(\.rawValue)))")
             }
             return .wait(route, timeout: waitTimeout)
         case "devices":
@@ -498,7 +498,7 @@ enum ArgumentParser {
             }
             try atMost(1, rest, spec)
             guard let which = Shell(rawValue: shell) else {
-                throw Failure.usage("The value '\(shell)' is invalid for '<shell>'.\(suggestion(shell, ["bash", "zsh", "fish"]))")
+                throw Failure.usage("The value '\(shell)' is invalid for '<shell>'\(expected(["bash", "zsh", "fish"])).\(suggestion(shell, ["bash", "zsh", "fish"]))")
             }
             return .completions(which)
         case "help":
@@ -586,6 +586,12 @@ enum ArgumentParser {
         "handset": "earpiece", "phone": "earpiece",
         "stop": "end", "hangup": "end", "finish": "end", "begin": "start", "answer": "start",
     ]
+
+    /// ": expected a, b or c": the words a closed set takes, in the order help gives them.
+    static func expected(_ words: [String]) -> String {
+        guard let last = words.last else { return "" }
+        return ": expected " + (words.count == 1 ? last : words.dropLast().joined(separator: ", ") + " or " + last)
+    }
 
     /// " Did you mean 'x'?" for the closest candidate, or nothing when none is close.
     static func suggestion(_ word: String, _ candidates: [String]) -> String {
