@@ -52,7 +52,8 @@ public struct CallMode {
                                 },
                                 output: status.output?.id, defaultSink: before.server.defaultSinkName,
                                 defaultSource: before.server.defaultSourceName, micMuted: before.defaultSource?.mute,
-                                override: saved, externals: status.externalKeys, applied: false)
+                                override: saved, externals: status.externalKeys,
+                                inputs: status.inputs.filter { $0.availability.isUsable }.map(\.id), applied: false)
         }
         // What the call changes is on disk before anything changes: `call end` (or a crash's later
         // `call end`) can always put it back. Only then does the override step aside.
@@ -81,7 +82,9 @@ public struct CallMode {
             if let followed, result.snapshot.server.defaultSourceName != followed {
                 // The microphone that followed the route can show a moment after the sink it
                 // follows (PipeWire, the route already on the headset): its mute is the call's.
-                result = RouteApplier.Result(snapshot: try defaultSourceShown(followed, timeout: min(timeout, 1)), plan: result.plan)
+                if let shown = try defaultSourceShown(followed, timeout: min(timeout, 1)) {
+                    result = RouteApplier.Result(snapshot: shown, plan: result.plan)
+                }
             }
             if existing == nil, let source = result.snapshot.defaultSource, source.name != record.defaultSource {
                 // The call's own microphone: its mute is noted for call end, then it is made live.
@@ -129,12 +132,15 @@ public struct CallMode {
         return RouteApplier.Result(snapshot: try setMute(of: source.name, to: false, timeout: timeout), plan: result.plan)
     }
 
-    /// The server read back until `source` is its default (or the time ran out).
-    func defaultSourceShown(_ source: String, timeout: Double) throws(EngineError) -> Snapshot {
+    /// The server read back until `source` is its default, or the time ran out. Best effort: nil when
+    /// a read-back itself ran out of time (the call goes on as its read-back showed it); a server
+    /// gone is an error.
+    func defaultSourceShown(_ source: String, timeout: Double) throws(EngineError) -> Snapshot? {
         do {
             return try server.apply([], timeout: timeout) { $0.server.defaultSourceName == source }
         } catch {
-            throw .server(error)
+            guard server.isConnected else { throw .server(error) }
+            return nil
         }
     }
 
@@ -256,11 +262,14 @@ public struct CallMode {
         let source = record.defaultSource.flatMap { name in result.snapshot.sources.first { $0.name == name } }
             ?? result.snapshot.defaultSource
         // The microphone from before the call comes back, as the output does, when no external device
-        // came or went (a microphone chosen over the preferred one stays chosen). Otherwise the route
-        // went by the rules, and a preferred input its move applied stands; one it could not (absent,
+        // came or went and the preferred input could be used then too (a microphone chosen over it
+        // stays chosen). Otherwise a preferred input the route's move applied stands (one that came
+        // during the call is made the default as it returns, as always); one it could not (absent,
         // its jack empty) leaves the microphone from before the call to be put back.
-        let preferredStands = status.externalKeys != record.externals
-            && Status(snapshot: result.snapshot).usableInput(preferred: preferences.preferredInput) != nil
+        let preferred = Status(snapshot: result.snapshot).usableInput(preferred: preferences.preferredInput)
+        let preferredStands = preferred.map { input in
+            status.externalKeys != record.externals || !(record.inputs?.contains(input.id) ?? true)
+        } ?? false
         if let source, source.name != result.snapshot.server.defaultSourceName, !preferredStands {
             mic.append(.setDefaultSource(source.name))
         }

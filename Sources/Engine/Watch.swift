@@ -445,10 +445,15 @@ public struct Watch {
             // The server's move, held in its departure window, is answered and reported here, as one change.
             hold = nil
         }
-        // Only a move of routectl's own is reported here. Without one (a preferred microphone put back
-        // alone, an override cleared where the route already was), the change's route events went out
-        // above, or are held there (a profile switch's).
-        guard leftHeld || decision.request == nil || reportRoute(steps.current, reason: reason) else { return false }
+        if decision.request == nil {
+            // No move of routectl's (a preferred microphone put back alone, an override cleared where
+            // the route already was): the change's route events went out above, or are held there (a
+            // profile switch's). The server moving the route during that step is its own change.
+            let moved = Events.reason(steps, own: nil, recentlyAdded: Set(recentlyAdded.keys))
+            guard reportOrHold(Status(snapshot: after), reason: moved) else { return false }
+        } else {
+            guard leftHeld || reportRoute(steps.current, reason: reason) else { return false }
+        }
         for event in Events.diff(steps) where event.type != "route" {
             guard emit(event) else { return false }
         }

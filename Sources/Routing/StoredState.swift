@@ -129,13 +129,16 @@ public struct CallRecord: Equatable, Sendable {
     /// The external outputs present when the call began: the route before the call is restored only
     /// when none came or went meanwhile (else the rules decide).
     public var externals: [String]
+    /// The inputs (ids) that could be used when the call began: a preferred input that came during the
+    /// call stands at its end. Nil in a record written before routectl kept it.
+    public var inputs: [String]?
     /// False while `call start` is still applying the call's route (the record is saved first, so that
     /// a crash on the way can be undone): watchers report the call once it is applied, after its route.
     public var applied: Bool
 
     public init(startedAt: Int64, speaker: Bool, profiles: [CardProfile] = [], output: String? = nil, defaultSink: String? = nil,
                 defaultSource: String? = nil, micMuted: Bool? = nil, callSource: String? = nil, callSourceMuted: Bool? = nil,
-                override: OverrideRecord? = nil, externals: [String] = [], applied: Bool = true) {
+                override: OverrideRecord? = nil, externals: [String] = [], inputs: [String]? = nil, applied: Bool = true) {
         self.applied = applied
         self.startedAt = startedAt
         self.speaker = speaker
@@ -148,6 +151,7 @@ public struct CallRecord: Equatable, Sendable {
         self.callSourceMuted = callSourceMuted
         self.override = override
         self.externals = externals.sorted()
+        self.inputs = inputs
     }
 
     /// The call's built-in target: the receiver, or the speaker.

@@ -313,6 +313,7 @@ extension CallRecord: StateRecord {
                   defaultSource: try fields.optionalString("default_source"), micMuted: try fields.optionalBool("mic_muted"),
                   callSource: try fields.optionalString("call_source"), callSourceMuted: try fields.optionalBool("call_source_muted"),
                   override: override, externals: try fields.strings("externals"),
+                  inputs: fields.json["inputs"].map { $0.isNull } == false ? try fields.strings("inputs") : nil,
                   applied: try fields.optionalBool("applied") ?? true)
     }
 
@@ -323,7 +324,8 @@ extension CallRecord: StateRecord {
                 ("output", optional(output)), ("default_sink", optional(defaultSink)), ("default_source", optional(defaultSource)),
                 ("mic_muted", micMuted.map(JSON.bool) ?? .null), ("call_source", optional(callSource)),
                 ("call_source_muted", callSourceMuted.map(JSON.bool) ?? .null), ("override", override.map { .object($0.fields) } ?? .null),
-                ("externals", .array(externals.map(JSON.string))), ("applied", .bool(applied))]
+                ("externals", .array(externals.map(JSON.string))), ("inputs", inputs.map { .array($0.map(JSON.string)) } ?? .null),
+                ("applied", .bool(applied))]
     }
 }
 

@@ -132,6 +132,17 @@ import Testing
             let ended = try #require(try mode.end(timeout: 1))
             #expect(ended.snapshot.server.defaultSourceName == (cameOrWent ? usbMic : laptopMic), "came or went: \(cameOrWent)")
         }
+        // A preferred microphone of its own (no output) plugged during the call stands after it, as
+        // it does whenever it returns.
+        let server = FakeServer(all)
+        let store = FakeStore()
+        store.preferencesValue.preferredInput = "alsa_input.usb-mic"
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        _ = try mode.start(speaker: false, timeout: 1)
+        #expect(store.call?.inputs?.contains("alsa_input.usb-mic") == false)
+        server.current.sources.append(Source(index: 90, name: "alsa_input.usb-mic", description: "USB microphone"))
+        let ended = try #require(try mode.end(timeout: 1))
+        #expect(ended.snapshot.server.defaultSourceName == "alsa_input.usb-mic", "the preferred microphone that came during the call")
     }
 
     @Test func theOverrideStepsAsideForTheCallAndComesBack() throws {
