@@ -454,9 +454,7 @@ public struct Watch {
         } else {
             guard leftHeld || reportRoute(steps.current, reason: reason) else { return false }
         }
-        for event in Events.diff(steps) where event.type != "route" {
-            guard emit(event) else { return false }
-        }
+        guard emitSteps(steps) else { return false }
         snapshot = after
         return true
     }
@@ -1049,7 +1047,12 @@ public struct Watch {
         let cause = seen.priority != preferences.priority ? "the priority list changed" : "the default changed"
         store.saveDecision(DecisionRecord(reason: .override, cause: cause, output: steps.current.output?.id, at: clocks.wallMilliseconds()))
         snapshot = after
-        guard reportRoute(steps.current, reason: .override) else { return false }
+        return reportRoute(steps.current, reason: .override) && emitSteps(steps)
+    }
+
+    /// The events of routectl's own steps other than the route's (the microphone that followed, say),
+    /// after the route event its caller printed. False when stdout is gone.
+    mutating func emitSteps(_ steps: Change) -> Bool {
         for event in Events.diff(steps) where event.type != "route" {
             guard emit(event) else { return false }
         }

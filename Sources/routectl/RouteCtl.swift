@@ -173,10 +173,7 @@ enum ServerAccess {
             if !endsWithCommand { connection.keepUntilExit() }
             return connection
         } catch {
-            guard error.isDeadline else { throw failure(error) }
-            // A server that is there but slow (or a --timeout too short for any) is told apart from none.
-            throw Failure(status: .noServer, message: "\(error): no answer within \(seconds(options.timeout)) s. "
-                + "Is a PulseAudio or PipeWire server running? (try --server or PULSE_SERVER, or a longer --timeout)")
+            throw failure(error, timeout: options.timeout)
         }
     }
 
@@ -193,9 +190,15 @@ enum ServerAccess {
         return connection
     }
 
-    static func failure(_ error: PulseError) -> Failure {
+    /// `timeout`: the one a connection ran out of, when it did. A server that is there but slow (or a
+    /// --timeout too short for any) is told apart from none.
+    static func failure(_ error: PulseError, timeout: Double? = nil) -> Failure {
         if error.isUnreachable {
-            return Failure(status: .noServer, message: "\(error). Is a PulseAudio or PipeWire server running? (try --server or PULSE_SERVER)")
+            let hint = "Is a PulseAudio or PipeWire server running? (try --server or PULSE_SERVER"
+            if let timeout, error.isDeadline {
+                return Failure(status: .noServer, message: "\(error): no answer within \(seconds(timeout)) s. \(hint), or a longer --timeout)")
+            }
+            return Failure(status: .noServer, message: "\(error). \(hint))")
         }
         return Failure(status: .failed, message: error.description)
     }

@@ -1587,27 +1587,33 @@ extension Snapshot {
         }
     }
 
+    /// Each script run from `start`, in plain watch and in watch --apply: the input events it prints.
+    func expectInputs(from start: Snapshot, _ cases: [([FakeServer.Step], [String])],
+                      sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for apply in [false, true] {
+            let clock = ManualClock()
+            for (script, expected) in cases {
+                let server = FakeServer(start)
+                server.clock = clock
+                server.script = script
+                let events = try WatchTests().run(server, FakeStore(), apply: apply, clock: clock)
+                #expect(inputs(events) == expected, "apply: \(apply)", sourceLocation: sourceLocation)
+            }
+        }
+    }
+
     @Test func aStepThroughAMonitorIsNoInputEvent() throws {
         let laptop = try fixture("sim/pulseaudio-laptop")
         var monitor = laptop
         monitor.server.defaultSourceName = "alsa_output.sim-laptop.analog-stereo.monitor"
         var muted = laptop
         muted.sources = muted.sources.map { var s = $0; if s.name == mic { s.mute = true }; return s }
-        for apply in [false, true] {
-            let clock = ManualClock()
-            // Back within the moment: nothing. Back muted: the mute alone. A monitor kept while the
-            // microphone could be used: said once the server has had its time to come back.
-            for (script, expected) in [([FakeServer.Step.change(monitor), .change(laptop)], [String]()),
-                                       ([.change(monitor), .change(muted)], ["\(mic) muted=true"]),
-                                       ([.change(monitor), .pass(1.9), .change(laptop)], []),
-                                       ([.change(monitor), .pass(2.1), .change(laptop)], ["none (was \(mic)) muted=none", "\(mic) muted=false"])] {
-                let server = FakeServer(laptop)
-                server.clock = clock
-                server.script = script
-                let events = try WatchTests().run(server, FakeStore(), apply: apply, clock: clock)
-                #expect(inputs(events) == expected, "apply: \(apply)")
-            }
-        }
+        // Back within the moment: nothing. Back muted: the mute alone. A monitor kept while the
+        // microphone could be used: said once the server has had its time to come back.
+        try expectInputs(from: laptop, [([.change(monitor), .change(laptop)], []),
+                                        ([.change(monitor), .change(muted)], ["\(mic) muted=true"]),
+                                        ([.change(monitor), .pass(1.9), .change(laptop)], []),
+                                        ([.change(monitor), .pass(2.1), .change(laptop)], ["none (was \(mic)) muted=none", "\(mic) muted=false"])])
     }
 
     /// A microphone jack pulled: its port's jack empties, the server steps through the monitor, switches
@@ -1633,18 +1639,9 @@ extension Snapshot {
         let switched = with(active: "analog-input-internal-mic", mic: .unavailable, internalMic: .unknown, default: monitor)
         let back = with(active: "analog-input-internal-mic", mic: .unavailable, internalMic: .unknown, default: mic)
         let lost = with(active: "analog-input-mic", mic: .unavailable, internalMic: .unavailable, default: monitor)
-        for apply in [false, true] {
-            let clock = ManualClock()
-            for (script, expected) in [([FakeServer.Step.change(pulled), .pass(0.5), .change(switched), .pass(0.5), .change(back)], [String]()),
-                                       ([.change(lost), .pass(0.1)], ["none (was \(mic)) muted=none"]),
-                                       ([.change(pulled), .pass(2.1)], ["none (was \(mic)) muted=none"])] {
-                let server = FakeServer(plugged)
-                server.clock = clock
-                server.script = script
-                let events = try WatchTests().run(server, FakeStore(), apply: apply, clock: clock)
-                #expect(inputs(events) == expected, "apply: \(apply)")
-            }
-        }
+        try expectInputs(from: plugged, [([.change(pulled), .pass(0.5), .change(switched), .pass(0.5), .change(back)], []),
+                                         ([.change(lost), .pass(0.1)], ["none (was \(mic)) muted=none"]),
+                                         ([.change(pulled), .pass(2.1)], ["none (was \(mic)) muted=none"])])
     }
 
     /// Headphones with a microphone in one combo jack: the route moves while the microphone's port
@@ -1669,17 +1666,8 @@ extension Snapshot {
         laptop.sources.append(Source(index: 20, name: "alsa_input.usb-mic", description: "USB mic"))
         var usb = laptop
         usb.server.defaultSourceName = "alsa_input.usb-mic"
-        for apply in [false, true] {
-            let clock = ManualClock()
-            for (script, expected) in [([FakeServer.Step.change(usb), .change(laptop)], [String]()),
-                                       ([.change(usb), .pass(0.1)], ["alsa_input.usb-mic (was \(mic)) muted=false"])] {
-                let server = FakeServer(laptop)
-                server.clock = clock
-                server.script = script
-                let events = try WatchTests().run(server, FakeStore(), apply: apply, clock: clock)
-                #expect(inputs(events) == expected, "apply: \(apply)")
-            }
-        }
+        try expectInputs(from: laptop, [([.change(usb), .change(laptop)], []),
+                                        ([.change(usb), .pass(0.1)], ["alsa_input.usb-mic (was \(mic)) muted=false"])])
     }
 }
 
