@@ -33,6 +33,8 @@ public struct Watch {
     /// Announced moves (by their time) this watcher has seen over (`noteMovesReached`): each explains
     /// one arrival, and none after a later one was seen (`externalSet`).
     var reachedMoves: Set<Int64> = []
+    /// Announced moves whose arrival this watcher saw: the route changed to their output.
+    var arrivedMoves: Set<Int64> = []
     /// The intent as read once for the change being handled, so that every decision about that change
     /// sees the same one: a command can finish between two reads (a watcher slow under load saw its
     /// intent in progress, then done, and held nothing).
@@ -284,7 +286,7 @@ public struct Watch {
         ownThisChange = .some(own)
         let events = Events.diff(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
         let undone = apply ? nil : stealUndone(change)
-        noteMovesReached(change.current.output?.id)
+        noteMovesReached(change)
         if let held = hold, let reached = held.reached, let target = held.target,
            change.removed.contains(where: { $0.id == target }) {
             // The move got there, then its device went (a headset disconnecting as it was chosen):
@@ -886,8 +888,10 @@ public struct Watch {
         let now = clocks.wallMilliseconds()
         if latest.output == output.id {
             // A move in progress explains what it reaches; a finished one only the notifications right
-            // after it, not a later arrival at the same output (a headset reconnecting).
-            guard now - latest.at <= (latest.done ? Self.finishedExplains : Self.inProgressExplains) else { return nil }
+            // after it, not a later arrival at the same output (a headset reconnecting), nor anything
+            // after this watcher saw it arrive (another client flipping the headset's profile).
+            guard now - latest.at <= (latest.done ? Self.finishedExplains : Self.inProgressExplains),
+                  !latest.done || !arrivedMoves.contains(latest.at) else { return nil }
             return (output.id, latest.reason)
         }
         // A replaced move explains only a late view of itself: the output was there before this change
@@ -902,13 +906,23 @@ public struct Watch {
     }
 
     /// Spends the announced moves this watcher has seen over: the route on a move's output spends that
-    /// move and every one announced before it (it saw a state after them).
-    mutating func noteMovesReached(_ output: String?) {
-        guard let latest = intentNow() else { return reachedMoves.removeAll() }
+    /// move and every one announced before it (it saw a state after them). A move whose output the
+    /// route changed to has arrived (`arrivedMoves`).
+    mutating func noteMovesReached(_ change: Change) {
+        guard let latest = intentNow() else {
+            reachedMoves.removeAll()
+            arrivedMoves.removeAll()
+            return
+        }
         let moves = [latest] + latest.earlier
         reachedMoves = reachedMoves.filter { at in moves.contains { $0.at == at } }
+        arrivedMoves = arrivedMoves.filter { at in moves.contains { $0.at == at } }
+        let output = change.current.output?.id
         guard let reached = moves.filter({ $0.output == output }).map(\.at).max() else { return }
         for move in moves where move.at <= reached { reachedMoves.insert(move.at) }
+        if change.routeChanged {
+            for move in moves where move.output == output { arrivedMoves.insert(move.at) }
+        }
     }
 
     /// How long after it began (ms) a finished command still explains what a watcher sees.

@@ -831,6 +831,27 @@ import Testing
                 "watch --apply running: \(policyRunning), the disconnect queued: \(queued)")
     }
 
+    /// `set bluetooth --device` moves to a headset, and this watcher sees it get there; moments later
+    /// another client switches the headset to HFP (PipeWire: the A2DP sink goes, the default parks
+    /// on the laptop, the HFP sink comes under the same name): the flip's, not the set's. (Once in
+    /// e2e-bluetooth on PipeWire, plain watch named it override.) A watcher's refetch may also show
+    /// the flip whole, the headset's new sink the default.
+    @Test(arguments: [true, false])
+    func aFinishedMoveSeenArrivingExplainsNoFlipOfItsDevice(parked: Bool) throws {
+        let (connected, moved, _, headset, _) = try headsetAndSpeaker()
+        let laptop = "alsa_output.sim-laptop.analog-stereo"
+        let hfp = try fixture("sim/pipewire-bluetooth-hfp")
+        var gone = moved
+        gone.sinks.removeAll { $0.name.hasPrefix("bluez_") }
+        gone.server.defaultSinkName = laptop
+        let events = try watchScript(from: connected) { store, t in [
+            intent(store, headset, .override, at: t), .change(moved), intent(store, headset, .override, at: t, done: true),
+            .pass(0.2)] + (parked ? [.change(gone), .pass(0.01)] : []) + [.change(hfp), .pass(0.5),
+        ] }
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override", "bluetooth (was bluetooth) category-change"],
+                "parked on the laptop: \(parked)")
+    }
+
     /// A move this watcher has seen reach its output explains no later return there: another client
     /// putting the route back on the headset after a `set speaker` is that client's choice.
     @Test func aMoveSeenAlreadyExplainsNoLaterReturn() throws {
