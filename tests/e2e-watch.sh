@@ -109,6 +109,20 @@ wait_event "$dir/events" 1 route route=speaker reason=route-configuration-change
 settle
 expect_eq "another client's choice is not reverted" sim-speaker "$(pactl get-default-sink)"
 expect_eq "nor are the preferences rewritten" earpiece "$(rc default)"
+# The route lock `set` holds from its read of the server to its read-back (flock(1) takes the same
+# lock): a plug meanwhile is answered once it is let go, from the server as the set left it.
+lockfile=$XDG_RUNTIME_DIR/routectl/override.json.lock
+flock "$lockfile" sh -c 'touch "$1"; sleep 1.5' sh "$dir/locked" &
+locker=$!
+wait_for "the route lock held" test -e "$dir/locked"
+plug headset sim-headset
+sleep 0.8
+expect_eq "a plug while set holds the route lock: watch --apply waits (server)" sim-speaker "$(pactl get-default-sink)"
+wait "$locker"
+default_is sim-headset
+expect_eq "the lock let go: the headset takes the route (server)" sim-headset "$(pactl get-default-sink)"
+unplug sim-headset
+default_is sim-earpiece
 
 echo "-- the server goes away and comes back: interrupted, recovered, the route re-applied"
 for round in 1 2; do

@@ -392,6 +392,13 @@ public struct Watch {
         if let cause = decision.clearOverride, let target = preferences.override, clearOverride() {
             guard emit(.overrideCleared(override: target, cause: cause)) else { return false }
         }
+        // The move is made under the route lock `set`, `clear` and `call start` take: a command that
+        // read the server before this change acts before this move or after it, never in between
+        // (a `set speaker` planned before a headset's plug, carried out over the move to it). The
+        // applier reads the server afresh when it changed meanwhile. (Taken after the override's
+        // clear, which takes that lock itself.)
+        let routeLock = decision.request != nil || decision.restoreInput != nil ? try? store.lockRoute() : nil
+        defer { withExtendedLifetime(routeLock) {} }
         var after = next
         var reason = decision.reason ?? .override
         // The server's move off an output, held for its departure window, stays held when the rules
@@ -565,6 +572,8 @@ public struct Watch {
         let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
         let plan = try? Planner.plan(snapshot, request, context, status: status)
         guard plan?.movesRoute == true else { return true }
+        let routeLock = try? store.lockRoute()
+        defer { withExtendedLifetime(routeLock) {} }
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                        reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true,
                                        keepCardsOff: true)
@@ -1007,6 +1016,8 @@ public struct Watch {
         let status = Status(snapshot: snapshot)
         let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
+        let routeLock = try? store.lockRoute()
+        defer { withExtendedLifetime(routeLock) {} }
         snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                      reason: reason, inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
         if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),

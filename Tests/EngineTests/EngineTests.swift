@@ -1423,6 +1423,35 @@ extension Snapshot {
                                                 "headset (was speaker) new-device-available"], "the route falls back at once, then returns")
     }
 
+    /// Every move watch --apply makes is made under the route lock `set` takes: a headset's arrival
+    /// (rule 1), the fallback as the headphones go, their return within the hold-down, and the
+    /// override's clear when the hold-down ends. (A `set` planned before the plug, carried out over the
+    /// watcher's move, left the sound on the speaker with the headphones in.)
+    @Test func everyPolicyMoveIsMadeUnderTheRouteLock() throws {
+        var arrived = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        arrived.server.defaultSinkName = laptop
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
+        let store = FakeStore()
+        var locked: [Bool] = []
+        server.whileApplying = { _ in locked.append(store.routeLockHolders > 0) }
+        server.script = [.change(arrived), .pass(0.1)]
+        let events = try run(server, store, holdDown: 0)
+        #expect(WatchTests().routes(events).last == "bluetooth (was speaker) new-device-available")
+        #expect(locked == [true], "\(locked)")
+
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        let again = FakeServer(plugged)
+        again.script = [.change(pulled(plugged)), .pass(0.5), .change(plugged), .change(pulled(plugged)), .pass(3)]
+        let held = FakeStore()
+        held.record = OverrideRecord(target: .headset, setAt: 0, externals: [phones])
+        locked = []
+        again.whileApplying = { _ in locked.append(held.routeLockHolders > 0) }
+        let events2 = try run(again, held, holdDown: 2)
+        #expect(held.record == nil, "the override went once the hold-down passed")
+        #expect(locked.count >= 2 && locked.allSatisfy { $0 }, "\(locked) \(WatchTests().routes(events2))")
+        #expect(held.routeLockHolders == 0, "and the lock let go")
+    }
+
     /// Headphones in, their card turned off by another client (they go), then `call start` switches
     /// the card on: the headphones coming back are routectl's own step, not a flicker or a plug.
     @Test func outputsACommandSwitchesBackOnAreNoFlicker() throws {
