@@ -59,6 +59,28 @@ wait_for "text line" grep -q ' route speaker\| route receiver\| route unknown' "
 expect_match "text line" '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} route [a-z]+ reason=initial output=' "$(head -1 "$dir/text")"
 kill -INT "$watcher"; set +e; wait "$watcher"; expect_eq "SIGINT ends watch with exit 0" 0 "$?"; set -e; watcher=
 
+echo "-- input events: a microphone where there was none says so; a mute alone does not"
+"$routectl" watch >"$dir/text" 2>&1 &
+text_watcher=$!
+start_watch watch --json
+wait_for "text watcher" grep -q 'reason=initial' "$dir/text"
+pactl load-module module-remap-source master=sim-speaker.monitor source_name=sim-mic source_properties=device.description=sim-mic >/dev/null
+wait_for "source sim-mic" sh -c 'pactl list short sources | grep -q sim-mic'
+pactl set-default-source sim-mic
+pactl set-source-mute sim-mic 0
+wait_event "$dir/events" 1 input source=sim-mic
+pactl set-source-mute sim-mic 1
+wait_event "$dir/events" 1 input source=sim-mic mic_muted=true
+wait_for "text: the mute" grep -q 'input sim-mic mic_muted=yes' "$dir/text"
+expect_eq "text: from none, then the mute alone" "$(printf '%s\n' 'input sim-mic (was none) mic_muted=no' 'input sim-mic mic_muted=yes')" \
+	"$(lines "$dir/text" input)"
+expect_eq "JSON: from none: source_changed true, previous null" 1 "$(events "$dir/events" input source=sim-mic previous=none source_changed=true mic_muted=false)"
+expect_eq "JSON: the mute alone: source_changed false" 1 "$(events "$dir/events" input source=sim-mic previous=none source_changed=false mic_muted=true)"
+pactl unload-module module-remap-source
+wait_event "$dir/events" 1 input source=none previous=sim-mic source_changed=true
+kill "$text_watcher"; wait "$text_watcher" 2>/dev/null || true
+stop_watch
+
 echo "-- a closed stdout ends watch quietly"
 set +e
 timeout 5 "$routectl" watch 2>"$dir/pipe.err" | head -1 >"$dir/pipe.out"

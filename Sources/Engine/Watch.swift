@@ -1101,22 +1101,23 @@ public struct Watch {
     mutating func emit(_ event: Event) -> Bool {
         // Other events go out as they come: a headset's combo jack moves the route and the
         // microphone's port in one plug, and the route event does not end the microphone's step.
-        guard case let .input(source, _, muted) = event else { return deliver(event) }
+        guard case let .input(source, _, _, muted) = event else { return deliver(event) }
         guard source != reportedInput.source else {
             // Back on the input last printed (the server's step is over: nothing to say), or only its
             // mute changed.
             heldInput = nil
-            return muted == reportedInput.muted || deliver(.input(source: source, previous: nil, micMuted: muted))
+            return muted == reportedInput.muted || deliver(.input(source: source, previous: nil, sourceChanged: false, micMuted: muted))
         }
         // Another input, or none: printed once it has lasted a moment.
         let now = clocks.monotonic()
-        heldInput = (.input(source: source, previous: reportedInput.source, micMuted: muted), heldInput?.since ?? now, now + Self.heldInputQuiet)
+        heldInput = (.input(source: source, previous: reportedInput.source, sourceChanged: true, micMuted: muted), heldInput?.since ?? now,
+                     now + Self.heldInputQuiet)
         return true
     }
 
     /// Prints `event` now, noting what it says of the route and the input.
     mutating func deliver(_ event: Event) -> Bool {
-        if case let .input(source, _, muted) = event { reportedInput = (source, muted) }
+        if case let .input(source, _, _, muted) = event { reportedInput = (source, muted) }
         if case let .route(route, previous, reason, output) = event {
             reported = (route, output)
             if let previous { remote?.routeChanged(route: route, previous: previous, reason: reason) }

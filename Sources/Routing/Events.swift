@@ -26,8 +26,9 @@ public enum Event: Equatable, Sendable {
     case recovered(route: Route, output: Output?)
     case engaged(Bool)
     case otherAudio(playing: Bool)
-    /// The default input or its mute changed (`micMuted` nil: no input).
-    case input(source: String?, previous: String?, micMuted: Bool?)
+    /// The default input or its mute changed (`micMuted` nil: no input). `sourceChanged`: the input
+    /// itself changed, from `previous` (nil: from none); false when only the mute changed.
+    case input(source: String?, previous: String?, sourceChanged: Bool, micMuted: Bool?)
     /// Call mode began or ended (rule 8), with the route then.
     case call(active: Bool, route: Route)
     /// A device left and came back within the hold-down: one flicker, not an unplug and a plug.
@@ -162,7 +163,8 @@ public enum Events {
         // Monitor sources are not inputs: a default that moves between monitors is no input change.
         let before = change.previous.defaultInput, after = change.current.defaultInput
         if before != after || change.previous.micMuted != change.current.micMuted {
-            events.append(.input(source: after, previous: before == after ? nil : before, micMuted: change.current.micMuted))
+            events.append(.input(source: after, previous: before == after ? nil : before, sourceChanged: before != after,
+                                 micMuted: change.current.micMuted))
         }
         return events
     }

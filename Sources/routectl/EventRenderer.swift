@@ -35,8 +35,8 @@ enum EventRenderer {
             detail = on ? "yes" : "no"
         case let .otherAudio(playing):
             detail = playing ? "playing" : "stopped"
-        case let .input(source, previous, micMuted):
-            detail = escaped(source ?? "none") + (previous.map { " (was \(escaped($0)))" } ?? "")
+        case let .input(source, previous, sourceChanged, micMuted):
+            detail = escaped(source ?? "none") + (sourceChanged ? " (was \(previous.map(escaped) ?? "none"))" : "")
                 + (micMuted.map { " mic_muted=\($0 ? "yes" : "no")" } ?? "")
         case let .call(active, route):
             detail = (active ? "active" : "ended") + " route=\(route.rawValue)"
@@ -70,9 +70,9 @@ enum EventRenderer {
             m += [("engaged", .bool(on))]
         case let .otherAudio(playing):
             m += [("playing", .bool(playing))]
-        case let .input(source, previous, micMuted):
+        case let .input(source, previous, sourceChanged, micMuted):
             m += [("source", source.map(JSON.string) ?? .null), ("previous", previous.map(JSON.string) ?? .null),
-                  ("mic_muted", micMuted.map(JSON.bool) ?? .null)]
+                  ("source_changed", .bool(sourceChanged)), ("mic_muted", micMuted.map(JSON.bool) ?? .null)]
         case let .call(active, route):
             m += [("active", .bool(active)), ("route", .string(route.rawValue))]
         case let .flicker(o, away):

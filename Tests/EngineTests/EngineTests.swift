@@ -1632,8 +1632,8 @@ extension Snapshot {
 
     func inputs(_ events: [Event]) -> [String] {
         events.compactMap { e in
-            guard case let .input(source, previous, muted) = e else { return nil }
-            return "\(source ?? "none")\(previous.map { " (was \($0))" } ?? "") muted=\(muted.map { "\($0)" } ?? "none")"
+            guard case let .input(source, previous, changed, muted) = e else { return nil }
+            return "\(source ?? "none")\(changed ? " (was \(previous ?? "none"))" : "") muted=\(muted.map { "\($0)" } ?? "none")"
         }
     }
 
@@ -1659,11 +1659,13 @@ extension Snapshot {
         var muted = laptop
         muted.sources = muted.sources.map { var s = $0; if s.name == mic { s.mute = true }; return s }
         // Back within the moment: nothing. Back muted: the mute alone. A monitor kept while the
-        // microphone could be used: said once the server has had its time to come back.
+        // microphone could be used: said once the server has had its time to come back, and its
+        // return says it came from none (not a change of the mute alone).
         try expectInputs(from: laptop, [([.change(monitor), .change(laptop)], []),
                                         ([.change(monitor), .change(muted)], ["\(mic) muted=true"]),
                                         ([.change(monitor), .pass(1.9), .change(laptop)], []),
-                                        ([.change(monitor), .pass(2.1), .change(laptop)], ["none (was \(mic)) muted=none", "\(mic) muted=false"])])
+                                        ([.change(monitor), .pass(2.1), .change(laptop)],
+                                         ["none (was \(mic)) muted=none", "\(mic) (was none) muted=false"])])
     }
 
     /// A microphone jack pulled: its port's jack empties, the server steps through the monitor, switches

@@ -35,7 +35,7 @@ import Testing
         let events: [Event] = [
             .route(route: .speaker, previous: nil, reason: .initial, output: nil), .interrupted(reason: ""),
             .overrideCleared(override: .speaker, cause: ""), .recovered(route: .speaker, output: nil), .engaged(true),
-            .otherAudio(playing: true), .input(source: nil, previous: nil, micMuted: nil), .lost(count: 1),
+            .otherAudio(playing: true), .input(source: nil, previous: nil, sourceChanged: false, micMuted: nil), .lost(count: 1),
             .call(active: true, route: .receiver),
         ]
         for type in events.map(\.type) + ["device-added", "device-removed", "flicker"] {
