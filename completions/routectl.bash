@@ -13,7 +13,7 @@ _routectl_reply() {
 _routectl_words() { _routectl_reply $(compgen -W "$1" -- "$cur"); }
 _routectl_ids() {
 	local IFS=$'\n'
-	_routectl_reply $(compgen -W "$(routectl completions ids "$1" 2>/dev/null)" -- "$cur")
+	_routectl_reply $(compgen -W "$(routectl "${from[@]}" completions ids "$1" 2>/dev/null)" -- "$cur")
 }
 _routectl_files() {
 	local IFS=$'\n'
@@ -36,6 +36,14 @@ _routectl() {
 	# --option=value: the value completes as after --option.
 	if [[ $cur == -*=* ]]; then prefix=${cur%%=*}= prev=${cur%%=*} cur=${cur#*=}; fi
 	typed=$prefix$cur
+	# The server (or dump) typed on the line is where the ids come from.
+	local -a from=()
+	for ((i = 1; i < cword; i++)); do
+		case ${words[i]} in
+		-s | --server | --snapshot) from+=("${words[i]}" "${words[i+1]}"); ((i++)) ;;
+		--server=* | --snapshot=*) from+=("${words[i]}") ;;
+		esac
+	done
 	local commands="query set clear default input call priority why watch wait devices dump help completions"
 	local globals="--json -s --server --snapshot --timeout -q --quiet -h --help --version"
 	case $prev in

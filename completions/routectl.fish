@@ -15,6 +15,20 @@ function __routectl_words
 		end
 	end
 end
+# __routectl_ids KIND: the ids of outputs or inputs, from the server (or dump) typed on the line.
+function __routectl_ids
+	set -l tokens (commandline -opc)[2..-1]
+	set -l from
+	for i in (seq (count $tokens))
+		switch $tokens[$i]
+			case -s --server --snapshot
+				set -a from $tokens[$i] $tokens[(math $i + 1)]
+			case '--server=*' '--snapshot=*'
+				set -a from $tokens[$i]
+		end
+	end
+	routectl $from completions ids $argv[1] 2>/dev/null
+end
 # __routectl_at N WORD...: N words typed, the first of them WORD...; __routectl_after: N or more.
 function __routectl_at
 	set -l words (__routectl_words)
@@ -46,15 +60,15 @@ complete -c routectl -n "__routectl_at 0" -a "query set clear default input call
 complete -c routectl -n "__routectl_at 1 query" -a "route target override default external available bluetooth headset receiver speaker engaged other_audio muted call mic_muted sink port description server output other_audio_playing"
 complete -c routectl -n "__routectl_at 1 set" -a "speaker earpiece receiver bluetooth headset"
 complete -c routectl -n "__routectl_after 1 set; and not __fish_contains_opt force" -l force -d 'Switch even while an external device is the route.'
-complete -c routectl -n "__routectl_after 1 set" -l device -x -a "(routectl completions ids outputs 2>/dev/null)" -d 'The output to use an ID from routectl devices, a sink or a card.'
+complete -c routectl -n "__routectl_after 1 set" -l device -x -a "(__routectl_ids outputs)" -d 'The output to use an ID from routectl devices, a sink or a card.'
 complete -c routectl -n "__routectl_at 1 default" -a "speaker earpiece"
 complete -c routectl -n "__routectl_at 1 input" -a "list set clear mute"
-complete -c routectl -n "__routectl_at 2 input set" -a "(routectl completions ids inputs 2>/dev/null)"
+complete -c routectl -n "__routectl_at 2 input set" -a "(__routectl_ids inputs)"
 complete -c routectl -n "__routectl_at 2 input mute" -a "on off toggle"
 complete -c routectl -n "__routectl_at 1 call" -a "start end status"
 complete -c routectl -n "__routectl_after 1 call; and not __fish_contains_opt speaker" -l speaker -d 'With call start the call on the speaker rather than the receiver.'
 complete -c routectl -n "__routectl_at 1 priority" -a "list set clear"
-complete -c routectl -n "__routectl_after 2 priority set" -a "(routectl completions ids outputs 2>/dev/null)"
+complete -c routectl -n "__routectl_after 2 priority set" -a "(__routectl_ids outputs)"
 complete -c routectl -n "__routectl_after 2 priority set" -a "bluetooth headset"
 complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt apply" -l apply -d 'Also enforce the rules external devices win, unplugging falls back.'
 complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt mute-on-fallback" -l mute-on-fallback -d 'With --apply mute the speaker the route falls back to from an external device.'

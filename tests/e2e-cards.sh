@@ -75,6 +75,11 @@ expect_eq "bash completes the ports after a card's colon" ":analog-input-interna
 	"$(complete_words routectl input set alsa_card.sim-laptop : | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "fish completes input ids after input set" "alsa_card.sim-laptop:analog-input-internal-mic" \
 	"$(PATH="$(dirname "$routectl"):$PATH" fish --no-config -c "source '$root/completions/routectl.fish'; complete -C 'routectl input set alsa_card.sim-laptop:analog-input-int'" | cut -f1)"
+# The server typed on the line (--server, split by bash at its colon) is the one asked for ids.
+expect_eq "bash: the ids come from the --server on the line" "$speaker_id" \
+	"$(PULSE_SERVER=unix:/nonexistent complete_words routectl --server unix : "${PULSE_SERVER#unix:}" set speaker --device alsa_card.sim-laptop:analog-output-s)"
+expect_eq "fish: the ids come from the --server on the line" "alsa_card.sim-laptop:analog-input-internal-mic" \
+	"$(PULSE_SERVER=unix:/nonexistent PATH="$(dirname "$routectl"):$PATH" fish --no-config -c "source '$root/completions/routectl.fish'; complete -C 'routectl --server=$PULSE_SERVER input set alsa_card.sim-laptop:analog-input-int'" | cut -f1)"
 echo "-- input set takes the ids devices prints (CARD:PORT), a microphone port too"
 source_before=$(pactl get-default-source)
 run_rc rc input set alsa_card.sim-laptop:analog-input-mic
