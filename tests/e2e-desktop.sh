@@ -243,6 +243,13 @@ expect_eq "why on the headset another client picked under a listed HDMI output: 
 	other "$(rc --json why | json_get rule)"
 run_rc rc clear
 expect_eq "clear: the listed HDMI output again (server)" "$hdmi hdmi-output-0" "$(server_route)"
+# The list cleared with no watcher to apply it: the route stays where routectl's clear put it.
+rc priority clear >/dev/null
+expect_eq "why after priority clear with no watcher: routectl's own earlier move, not another client" \
+	earlier "$(rc --json why | json_get rule)"
+expect_match "why: what applies the changed rules" "^rule +earlier: routectl's last move put it here \('routectl set' or 'clear'\).*'routectl clear' applies them" \
+	"$(rc why | grep '^rule')"
+rc priority set "$hdmi_id" >/dev/null
 echo "-- a call under the listed HDMI output: the headset takes it (rule 8), and HDMI has the sound after it"
 run_rc rc call start
 expect_eq "call start beside a listed HDMI output: exit 0" 0 "$rc"

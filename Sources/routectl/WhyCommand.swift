@@ -21,6 +21,7 @@ enum WhyCommand {
         var decision: DecisionRecord?
         var override: OverrideRecord?
         var call: CallRecord?
+        var intent: RouteIntent?
         let preferences: Preferences
         if options.snapshot != nil {
             snapshot = try ServerAccess.snapshot(options)
@@ -46,10 +47,11 @@ enum WhyCommand {
                 throw State.failure(error)
             }
             decision = store.loadDecision()
+            intent = store.loadIntent()
             policies = otherPolicies(connection, snapshot, store, options)
         }
         let status = Status(snapshot: snapshot)
-        let answer = explain(status, preferences, override: override, call: call, decision: decision)
+        let answer = explain(status, preferences, override: override, call: call, decision: decision, intent: intent)
         let lastAct = decision.map { d in
             "watch --apply: \(d.reason.rawValue)" + (d.cause.map { ", \($0)" } ?? "") + " -> \(d.output ?? "none") at \(clock(d.at))"
         }
@@ -88,7 +90,7 @@ enum WhyCommand {
 
     /// The rule that explains the route now, most specific first.
     static func explain(_ status: Status, _ preferences: Preferences, override: OverrideRecord?, call: CallRecord?,
-                        decision: DecisionRecord?) -> Answer {
+                        decision: DecisionRecord?, intent: RouteIntent? = nil) -> Answer {
         guard let output = status.output else {
             return Answer(rule: "none", explanation: "the server has no default output")
         }
@@ -147,6 +149,19 @@ enum WhyCommand {
         if output.route == .speaker, !status.isAvailable(preferences.effectiveTarget.route) {
             return Answer(rule: "fallback", explanation: "no \(preferences.effectiveTarget.route.rawValue) output here; the speaker stands in (rule 4)" + listNote,
                           since: actedHere?.at)
+        }
+        if let intent, intent.done, intent.output == output.id {
+            // routectl's own last move (`set`, `clear`, a call, the watcher) put the route here, and
+            // the rules have changed since (the priority list, the default): not another client's pick.
+            let who = switch intent.reason {
+            case .override: "'routectl set' or 'clear'"
+            case .call: "'routectl call'"
+            default: "watch --apply (\(intent.reason.rawValue))"
+            }
+            return Answer(rule: "earlier",
+                          explanation: "routectl's last move put it here (\(who)), under the rules as they were; "
+                              + "they have changed since ('routectl clear' applies them)" + listNote,
+                          since: intent.at)
         }
         return other(actedHere)
     }
