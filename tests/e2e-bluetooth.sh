@@ -245,7 +245,8 @@ for delay in 0 0.02 0.05 0.1 0.2; do
 		for file in "$watch" "$apply"; do
 			got=$(since "$file" route)
 			if [ "$got" = "$pair" ] || [ -z "$got" ]; then ok "$label: $(mode "$file") reports the move and the fallback, or a burst held both"; else
-				not_ok "$label: $(mode "$file") reports the route routectl printed and the fallback" "expected: $pair" "(or nothing)" "actual: $got"
+				not_ok "$label: $(mode "$file") reports the route routectl printed and the fallback" "expected: $pair" "(or nothing)" "actual: $got" \
+					"every line since (with its time stamp):" "$(tail -n +"$(( $([ "$file" = "$watch" ] && echo "$mark_watch" || echo "$mark_apply") + 1 ))" "$file" | sed 's/^/  /')"
 			fi
 		done
 	fi
