@@ -15,16 +15,17 @@ function __routectl_words
 		end
 	end
 end
-# __routectl_ids KIND: the ids of outputs or inputs, from the server (or dump) typed on the line.
+# __routectl_ids KIND: the ids of outputs or inputs, from the server (or dump) typed on the line
+# (fish takes the quotes out of its tokens; a leading ~ is made $HOME).
 function __routectl_ids
 	set -l tokens (commandline -opc)[2..-1]
 	set -l from
 	for i in (seq (count $tokens))
 		switch $tokens[$i]
 			case -s --server --snapshot
-				set -a from $tokens[$i] $tokens[(math $i + 1)]
+				set -a from $tokens[$i] (string replace -r -- '^~(?=/|$)' $HOME $tokens[(math $i + 1)])
 			case '--server=*' '--snapshot=*'
-				set -a from $tokens[$i]
+				set -a from (string replace -r -- '^(--[a-z]+=)~(?=/|$)' '$1'$HOME $tokens[$i])
 		end
 	end
 	routectl $from completions ids $argv[1] 2>/dev/null

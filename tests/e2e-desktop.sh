@@ -247,8 +247,11 @@ expect_eq "clear: the listed HDMI output again (server)" "$hdmi hdmi-output-0" "
 rc priority clear >/dev/null
 expect_eq "why after priority clear with no watcher: routectl's own earlier move, not another client" \
 	earlier "$(rc --json why | json_get rule)"
-expect_match "why: what applies the changed rules" "^rule +earlier: routectl's last move put it here \('routectl set' or 'clear'\).*'routectl clear' applies them" \
+expect_match "why: what applies the changed rules" "^rule +earlier: routectl's last move put it here \\(override\\); .*'routectl clear' applies them" \
 	"$(rc why | grep '^rule')"
+rc dump >"$dir/earlier.json"
+expect_eq "why --snapshot: the dump holds routectl's last move, and the answer is the same" \
+	earlier "$(rc --snapshot "$dir/earlier.json" --json why | json_get rule)"
 rc priority set "$hdmi_id" >/dev/null
 echo "-- a call under the listed HDMI output: the headset takes it (rule 8), and HDMI has the sound after it"
 run_rc rc call start

@@ -17,8 +17,10 @@ public protocol PreferenceStore: AnyObject {
     /// The sink `--mute-on-fallback` muted, so that only it is unmuted later (nil: none).
     var mutedByRoutectl: String? { get set }
     /// Holds the lock that serialises the commands changing the route (`set`, `clear`, `call`) until
-    /// the returned token is released.
+    /// the returned token is released. One process may take it again while it holds it.
     func lockRoute() throws -> AnyObject
+    /// The same lock, waited for at most `seconds`: nil when another process kept it that long.
+    func lockRoute(within seconds: Double) throws -> AnyObject?
     /// The call in progress (`call.json`), if any.
     func callRecord() throws -> CallRecord?
     func saveCall(_ record: CallRecord) throws

@@ -94,13 +94,16 @@ public struct RouteApplier {
                     ? .sinks([plan.output!.sink!], over: snapshot) : .snapshot(.all)
                 let limit = max(timeout, Self.settleSeconds)
                 let namesDefault = plan.actions.contains { if case .setDefaultSink = $0 { return true } else { return false } }
-                snapshot = try server.apply(plan.actions, timeout: limit, readBack: readBack) { namesDefault || Self.settled($0, plan) }
-                if namesDefault, !Self.settled(snapshot, plan) {
+                // A wait ends early when the planned output went meanwhile (a headset disconnecting as
+                // it was chosen): nothing more will come, and the route lock is not held for nothing.
+                let over = { (s: Snapshot) in Self.settled(s, plan) || Self.outputGone(s, plan) }
+                snapshot = try server.apply(plan.actions, timeout: limit, readBack: readBack) { namesDefault || over($0) }
+                if namesDefault, !over(snapshot) {
                     // A new default waits a moment for the server, then for a fresh connection's view of it.
-                    snapshot = try server.apply([], timeout: Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
-                    if !Self.settled(snapshot, plan), !Self.portOverruled(snapshot, plan, before: portBefore) {
+                    snapshot = try server.apply([], timeout: Self.staleAfter, readBack: readBack, settled: over)
+                    if !over(snapshot), !Self.portOverruled(snapshot, plan, before: portBefore) {
                         _ = try server.refreshStaleDefaults(timeout: timeout)
-                        snapshot = try server.apply([], timeout: limit - Self.staleAfter, readBack: readBack) { Self.settled($0, plan) }
+                        snapshot = try server.apply([], timeout: limit - Self.staleAfter, readBack: readBack, settled: over)
                     }
                 }
                 if !plan.needsReplan {
@@ -167,6 +170,15 @@ public struct RouteApplier {
         if plan.needsReplan { return sinkAfterSwitch(snapshot, plan) != nil }
         guard let sink = snapshot.defaultSink, sink.name == output.sink else { return false }
         return output.port == nil || sink.activePort == output.port
+    }
+
+    /// The planned output's device went: its card (or, for an output with no card, its sink) is no
+    /// longer on the server. (A profile switch replaces a card's sink, never the card.)
+    static func outputGone(_ snapshot: Snapshot, _ plan: Plan) -> Bool {
+        guard let output = plan.output else { return false }
+        if let card = output.cardName { return !snapshot.cards.contains { $0.name == card } }
+        guard let sink = output.sink else { return false }
+        return !snapshot.sinks.contains { $0.name == sink }
     }
 
     /// The default is the planned sink, on a third port: neither the one it had before routectl acted

@@ -57,6 +57,8 @@ public struct Watch {
     var callRecordSeen = false
     /// When (monotonic) a call event that waits for its route event is due anyway (`reportCall`).
     var callEventDue: Double?
+    /// The route lock was overdue when last asked for (`lockForMove`): said once, until it is taken again.
+    var lockOverdue = false
     /// The state file error last said, while the files cannot be read: said once, not each round.
     var stateTrouble: String?
     /// The rules are owed a re-apply once the state files read again (the server came back meanwhile).
@@ -327,6 +329,9 @@ public struct Watch {
         }
         adoptIntent(next, reportNow: change.added.isEmpty && change.removed.isEmpty)
         guard apply else { return follow(change, next, events, stealUndone: undone, endedHold: endedHold) }
+        // The rules decide and act under the route lock (`lockForMove`).
+        let routeLock = lockForMove()
+        defer { withExtendedLifetime(routeLock) {} }
         let preferences = try preferences()
         // Devices back within the hold-down: flickers. The override stays and the route goes back
         // to where it was when they left.
@@ -392,13 +397,6 @@ public struct Watch {
         if let cause = decision.clearOverride, let target = preferences.override, clearOverride() {
             guard emit(.overrideCleared(override: target, cause: cause)) else { return false }
         }
-        // The move is made under the route lock `set`, `clear` and `call start` take: a command that
-        // read the server before this change acts before this move or after it, never in between
-        // (a `set speaker` planned before a headset's plug, carried out over the move to it). The
-        // applier reads the server afresh when it changed meanwhile. (Taken after the override's
-        // clear, which takes that lock itself.)
-        let routeLock = decision.request != nil || decision.restoreInput != nil ? try? store.lockRoute() : nil
-        defer { withExtendedLifetime(routeLock) {} }
         var after = next
         var reason = decision.reason ?? .override
         // The server's move off an output, held for its departure window, stays held when the rules
@@ -480,7 +478,7 @@ public struct Watch {
         guard !owed.isEmpty, cards.map({ names in owed.contains { names.contains($0.card) } }) ?? true else { return nil }
         // Under the route lock, as `call start` reads them: a call starting now waits for the switch
         // (and then finds nothing owed), and one that started first is seen.
-        guard let lock = try? store.lockRoute() else { return nil }
+        guard let lock = lockForMove() else { return nil }
         defer { withExtendedLifetime(lock) {} }
         do {
             guard try store.callRecord() == nil else {
@@ -554,6 +552,8 @@ public struct Watch {
         let now = clocks.monotonic()
         let passed = departures.filter { $0.value.deadline <= now }
         guard !passed.isEmpty else { return true }
+        let routeLock = lockForMove()
+        defer { withExtendedLifetime(routeLock) {} }
         // The rules need the state files: an override is not cleared while the move it makes owed
         // cannot be made (they are tried again; the departures wait for them).
         _ = try preferences()
@@ -572,8 +572,6 @@ public struct Watch {
         let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
         let plan = try? Planner.plan(snapshot, request, context, status: status)
         guard plan?.movesRoute == true else { return true }
-        let routeLock = try? store.lockRoute()
-        defer { withExtendedLifetime(routeLock) {} }
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                        reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true,
                                        keepCardsOff: true)
@@ -945,6 +943,28 @@ public struct Watch {
 
     func clearOverride() -> Bool { store.clearOverride() }
 
+    /// The route lock `set`, `clear` and `call` hold from their read of the server to their read-back,
+    /// for a policy move: taken before the preferences the rules decide on are read, so that a command
+    /// holding it goes first and the rules decide on what it left (a `set speaker` planned before a
+    /// headset's plug, carried out over the move to it; a call started as the headset came). Waited
+    /// for at most the timeout: a command stopped while holding it (Ctrl-Z) does not stop the policy
+    /// for good; past that the move is made without it, and that is said once. Nil then, or when the
+    /// lock cannot be taken at all (no runtime dir: the state errors say so).
+    mutating func lockForMove() -> AnyObject? {
+        do {
+            if let lock = try store.lockRoute(within: timeout) {
+                lockOverdue = false
+                return lock
+            }
+            if !lockOverdue {
+                let shown = timeout == timeout.rounded() && timeout < 1e9 ? "\(Int(timeout))" : "\(timeout)"
+                warn("another routectl has held the route lock for over \(shown) s; watch --apply acts without it")
+            }
+            lockOverdue = true
+        } catch {}
+        return nil
+    }
+
     /// An override set before this watcher started, whose devices have changed since, is dropped now.
     mutating func clearStaleOverride(_ status: Status) {
         guard let record = try? store.overrideRecord(), let cause = record.staleness(currentExternals: status.externalKeys),
@@ -1012,12 +1032,12 @@ public struct Watch {
     /// the reason the move was announced with.
     @discardableResult
     mutating func reapplyRules() throws(EngineError) -> RouteChangeReason {
+        let routeLock = lockForMove()
+        defer { withExtendedLifetime(routeLock) {} }
         let preferences = try self.preferences()
         let status = Status(snapshot: snapshot)
         let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
-        let routeLock = try? store.lockRoute()
-        defer { withExtendedLifetime(routeLock) {} }
         snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                      reason: reason, inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
         if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
@@ -1041,7 +1061,7 @@ public struct Watch {
     /// `set` just after the change waits for this move, or this move for the override it records.
     /// False when stdout is gone.
     mutating func applyChangedRules() throws(EngineError) -> Bool {
-        let lock = try? store.lockRoute()
+        let lock = lockForMove()
         defer { withExtendedLifetime(lock) {} }
         let preferences = try self.preferences()
         guard let seen = rulesSeen else {

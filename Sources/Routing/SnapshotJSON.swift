@@ -68,6 +68,13 @@ extension Snapshot {
             }
             overrideSetAt = try state.optionalInt("override_set_at")
             callStartedAt = try state.optionalInt("call_started_at")
+            // Absent in a dump of a routectl from before it: unknown.
+            if let m = state.optional("last_move") {
+                let word = try m.string("reason")
+                guard let reason = RouteChangeReason(rawValue: word) else { throw m.error("unknown reason '\(word)'") }
+                guard let at = m.value["at"]?.intValue else { throw m.error("missing member 'at'") }
+                lastMove = RouteIntent(output: try m.string("output"), reason: reason, at: at, done: m.value["done"] == .bool(true))
+            }
             // Absent in a dump of a routectl from before profiles.json: none owed.
             owedProfiles = try state.list("owed_profiles").map { item throws(SnapshotFormatError) in
                 CallRecord.CardProfile(card: try item.string("card"), profile: try item.string("profile"))
@@ -103,6 +110,9 @@ extension Snapshot {
             ("call_started_at", callStartedAt.map(JSON.int) ?? .null),
             ("priority", .array(p.priority.map(JSON.string))),
             ("decision", decision),
+            ("last_move", lastMove.map { m in
+                .object([("output", .string(m.output)), ("reason", .string(m.reason.rawValue)), ("at", .int(m.at)), ("done", .bool(m.done))])
+            } ?? .null),
             ("policies", .array(policies.map(JSON.string))),
             ("owed_profiles", CallRecord.CardProfile.json(owedProfiles)),
         ]

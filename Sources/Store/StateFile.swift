@@ -145,6 +145,24 @@ public struct StateFile<Record: StateRecord>: Sendable {
         }
     }
 
+    /// The file's lock, waited for at most `seconds` (tried every 2 ms); nil when another holder
+    /// kept it that long.
+    public func lock(within seconds: Double) throws(StateError) -> FileLock? {
+        try directory.prepare()
+        let deadline = Clock.monotonicSeconds() + seconds
+        while true {
+            do {
+                return try FileLock(path + ".lock", wait: false)
+            } catch where error.errno == EWOULDBLOCK {
+                if Clock.monotonicSeconds() >= deadline { return nil }
+                var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+                _ = nanosleep(&pause, nil)
+            } catch {
+                throw StateError(path: path + ".lock", problem: "cannot lock: \(error)")
+            }
+        }
+    }
+
     /// Runs `body` under the file's lock.
     @discardableResult
     public func withLock<T>(_ body: () throws(StateError) -> T) throws(StateError) -> T {

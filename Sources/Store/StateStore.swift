@@ -110,6 +110,11 @@ public struct StateStore: Sendable {
         try requireOverride().lock()
     }
 
+    /// The override's lock, waited for at most `seconds`; nil when another holder kept it that long.
+    public func lockOverride(within seconds: Double) throws(StateError) -> FileLock? {
+        try requireOverride().lock(within: seconds)
+    }
+
     @discardableResult
     public func withOverrideLock<T>(_ body: () throws(StateError) -> T) throws(StateError) -> T {
         try requireOverride().withLock(body)

@@ -118,6 +118,7 @@ enum RouteCtl {
                 let store = State.store()
                 snapshot.routectl = try State.preferences(store, current: nil, quiet: true)
                 snapshot.decision = store.loadDecision()
+                snapshot.lastMove = store.loadIntent().map { RouteIntent(output: $0.output, reason: $0.reason, at: $0.at, done: $0.done) }
                 snapshot.owedProfiles = store.loadOwedProfiles()
                 // State.preferences read them already: a corrupt one was said there.
                 let record = store.overrideFile == nil ? nil : try? store.loadOverride()

@@ -17,7 +17,40 @@ final class StatePreferences: PreferenceStore {
                            callTarget: try callRecord()?.target, priority: persistent.priority)
     }
 
-    func lockRoute() throws -> AnyObject { try store.lockOverride() }
+    /// The route lock as this process holds it, shared by nested holders (`clearOverride` under a
+    /// policy move): flock is per open file, and a second open of the lock file in one process
+    /// would wait on the first for ever.
+    private var heldRouteLock: FileLock?
+    private var routeLockDepth = 0
+
+    private final class RouteLockToken {
+        let release: () -> Void
+        init(_ release: @escaping () -> Void) { self.release = release }
+        deinit { release() }
+    }
+
+    private func holdRouteLock(_ take: () throws(StateError) -> FileLock?) throws(StateError) -> AnyObject? {
+        if routeLockDepth == 0 {
+            guard let lock = try take() else { return nil }
+            heldRouteLock = lock
+        }
+        routeLockDepth += 1
+        return RouteLockToken { [self] in
+            routeLockDepth -= 1
+            if routeLockDepth == 0 { heldRouteLock = nil }
+        }
+    }
+
+    func lockRoute() throws -> AnyObject {
+        guard let token = try holdRouteLock({ () throws(StateError) in try store.lockOverride() }) else {
+            throw StateError(path: "override.json.lock", problem: "cannot lock")
+        }
+        return token
+    }
+
+    func lockRoute(within seconds: Double) throws -> AnyObject? {
+        try holdRouteLock { () throws(StateError) in try store.lockOverride(within: seconds) }
+    }
 
     func saveDecision(_ record: DecisionRecord) { try? store.saveDecision(record) }
 
@@ -48,11 +81,13 @@ final class StatePreferences: PreferenceStore {
     }
 
     func clearOverride() -> Bool {
-        let removed = try? store.withOverrideLock { () throws(StateError) -> Bool in
+        let remove = { [store] () throws(StateError) -> Bool in
             guard try store.loadOverride() != nil else { return false }
             try store.removeOverride()
             return true
         }
+        // Under the route lock this process holds already, or under its own take of it.
+        let removed = routeLockDepth > 0 ? try? remove() : try? store.withOverrideLock(remove)
         return removed ?? false
     }
 

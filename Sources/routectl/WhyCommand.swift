@@ -27,6 +27,7 @@ enum WhyCommand {
             snapshot = try ServerAccess.snapshot(options)
             preferences = snapshot.routectl ?? Preferences()
             decision = snapshot.decision
+            intent = snapshot.lastMove
             policies = snapshot.policies
             // Only their times are in the dump, which is all `explain` reads of them.
             if let target = preferences.override, let at = snapshot.overrideSetAt {
@@ -151,16 +152,12 @@ enum WhyCommand {
                           since: actedHere?.at)
         }
         if let intent, intent.done, intent.output == output.id {
-            // routectl's own last move (`set`, `clear`, a call, the watcher) put the route here, and
-            // the rules have changed since (the priority list, the default): not another client's pick.
-            let who = switch intent.reason {
-            case .override: "'routectl set' or 'clear'"
-            case .call: "'routectl call'"
-            default: "watch --apply (\(intent.reason.rawValue))"
-            }
+            // No rule puts the route here now, but routectl's own last move did (`set`, `clear`, a
+            // call, the watcher; the priority list or the default changed since, with no watcher to
+            // apply them): not another client's pick, as far as routectl can tell.
             return Answer(rule: "earlier",
-                          explanation: "routectl's last move put it here (\(who)), under the rules as they were; "
-                              + "they have changed since ('routectl clear' applies them)" + listNote,
+                          explanation: "routectl's last move put it here (\(intent.reason.rawValue)); the rules as they are now "
+                              + "would not ('routectl clear' applies them)" + listNote,
                           since: intent.at)
         }
         return other(actedHere)

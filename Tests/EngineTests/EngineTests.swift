@@ -42,6 +42,24 @@ import Testing
         }
     }
 
+    /// The headset `set bluetooth` chose disconnects as it is made the default: the read-back stops
+    /// waiting there (nothing more will come), and the route lock is not held for the whole timeout
+    /// while `watch --apply` waits on it to fall back.
+    @Test func aReadBackStopsWaitingWhenThePlannedOutputGoes() throws {
+        var connected = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        connected.server.defaultSinkName = laptop
+        let server = FakeServer(connected)
+        server.whileApplying = { _ in
+            server.current.cards.removeAll { $0.name.hasPrefix("bluez_card.") }
+            server.current.sinks.removeAll { $0.name.hasPrefix("bluez_") }
+        }
+        let result = try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+            .route(RouteRequest(target: .bluetooth), preferredInput: nil, timeout: 1)
+        #expect(server.applied.count == 1)
+        #expect(server.unsettled.isEmpty, "no wait for a state that cannot come: \(server.unsettled)")
+        #expect(result.status.route != .bluetooth)
+    }
+
     @Test func nothingToDoAnnouncesNothing() throws {
         let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
         let store = FakeStore()
@@ -1450,6 +1468,37 @@ extension Snapshot {
         #expect(held.record == nil, "the override went once the hold-down passed")
         #expect(locked.count >= 2 && locked.allSatisfy { $0 }, "\(locked) \(WatchTests().routes(events2))")
         #expect(held.routeLockHolders == 0, "and the lock let go")
+    }
+
+    /// A `set speaker --force` holds the route lock as a headset arrives: the rules decide once it is
+    /// done, on the override it recorded, which the arrival clears (rule 1). Decided before the wait,
+    /// the move left that override standing under the headset. And a lock held past the timeout (a
+    /// command stopped with Ctrl-Z) does not stop the policy: the move is made, and that is said once.
+    @Test func theRulesDecideOnWhatACommandHoldingTheLockLeft() throws {
+        var arrived = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        arrived.server.defaultSinkName = laptop
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
+        let store = FakeStore()
+        store.beforeRouteLockFree = { store.record = OverrideRecord(target: .speaker, setAt: 0, externals: []) }
+        server.script = [.change(arrived), .pass(0.1)]
+        let events = try run(server, store, holdDown: 0)
+        #expect(store.record == nil, "the override the set recorded is cleared by the arrival")
+        #expect(events.contains { if case .overrideCleared(.speaker, _) = $0 { return true } else { return false } })
+        #expect(WatchTests().routes(events).last == "bluetooth (was speaker) new-device-available")
+
+        let stuck = FakeServer(try fixture("sim/pulseaudio-laptop"))
+        stuck.script = [.change(arrived), .pass(0.1)]
+        let held = FakeStore()
+        held.routeLockHeldElsewhere = true
+        var warnings: [String] = []
+        let clock = ManualClock()
+        stuck.clock = clock
+        var moved: [Event] = []
+        var watch = Watch(server: stuck, store: held, clocks: clock.clocks, apply: true, muteOnFallback: false, timeout: 1,
+                          snapshot: try stuck.snapshot(timeout: 1), sink: { moved.append($0); return true }, warn: { warnings.append($0) })
+        try watch.run()
+        #expect(WatchTests().routes(moved).last == "bluetooth (was speaker) new-device-available")
+        #expect(warnings == ["another routectl has held the route lock for over 1 s; watch --apply acts without it"])
     }
 
     /// Headphones in, their card turned off by another client (they go), then `call start` switches

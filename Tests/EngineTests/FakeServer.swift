@@ -244,6 +244,19 @@ final class FakeStore: PreferenceStore {
 
     func lockRoute() throws -> AnyObject { RouteLock(self) }
 
+    /// Another process holding the route lock: `lockRoute(within:)` gives up.
+    var routeLockHeldElsewhere = false
+    /// What another process holding the route lock does before it lets go (a `set` that records its
+    /// override), once, at the next `lockRoute(within:)`.
+    var beforeRouteLockFree: (() -> Void)?
+    func lockRoute(within seconds: Double) throws -> AnyObject? {
+        if let other = beforeRouteLockFree {
+            beforeRouteLockFree = nil
+            other()
+        }
+        return routeLockHeldElsewhere ? nil : RouteLock(self)
+    }
+
     func callRecord() throws -> CallRecord? {
         callReadsLocked.append(routeLockHolders > 0)
         if corrupt { throw Corrupt() }
