@@ -15,12 +15,13 @@ _routectl_ids() {
 	local IFS=$'\n'
 	_routectl_reply $(compgen -W "$(routectl ${from[@]+"${from[@]}"} completions ids "$1" 2>/dev/null)" -- "$cur")
 }
-# _routectl_value WORD: an option's value as routectl will get it: the quotes and backslashes
-# taken out (by xargs: nothing in it is run) and a leading ~ made $HOME.
+# _routectl_value WORD [=]: an option's value as routectl will get it: the quotes and
+# backslashes taken out (by xargs: nothing in it is run) and, in a word of its own (not after
+# --option=), a leading ~ made $HOME.
 _routectl_value() {
-	local w=$1
-	if [[ $w == "~" || $w == "~/"* ]]; then w=$HOME${w:1}; fi
-	printf '%s\n' "$w" | xargs printf '%s' 2>/dev/null || printf '%s' "$1"
+	local w=$1 home=""
+	if [ -z "$2" ] && [[ $w == "~" || $w == "~/"* ]]; then home=$HOME w=${w:1}; fi
+	if w=$(printf '%s\n' "$w" | xargs printf '%s' 2>/dev/null); then printf '%s%s' "$home" "$w"; else printf '%s' "$1"; fi
 }
 _routectl_files() {
 	local IFS=$'\n'
@@ -48,7 +49,7 @@ _routectl() {
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
 		-s | --server | --snapshot) from+=("${words[i]}" "$(_routectl_value "${words[i+1]}")"); ((i++)) ;;
-		--server=* | --snapshot=*) from+=("${words[i]%%=*}=$(_routectl_value "${words[i]#*=}")") ;;
+		--server=* | --snapshot=*) from+=("${words[i]%%=*}=$(_routectl_value "${words[i]#*=}" =)") ;;
 		esac
 	done
 	local commands="query set clear default input call priority why watch wait devices dump help completions"

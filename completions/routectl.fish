@@ -16,16 +16,16 @@ function __routectl_words
 	end
 end
 # __routectl_ids KIND: the ids of outputs or inputs, from the server (or dump) typed on the line
-# (fish takes the quotes out of its tokens; a leading ~ is made $HOME).
+# (fish takes the quotes out of its tokens; a leading ~ of a value in a word of its own is made $HOME).
 function __routectl_ids
 	set -l tokens (commandline -opc)[2..-1]
 	set -l from
 	for i in (seq (count $tokens))
 		switch $tokens[$i]
 			case -s --server --snapshot
-				set -a from $tokens[$i] (string replace -r -- '^~(?=/|$)' $HOME $tokens[(math $i + 1)])
+				test $i -lt (count $tokens); and set -a from $tokens[$i] (string replace -r -- '^~(?=/|$)' $HOME $tokens[(math $i + 1)])
 			case '--server=*' '--snapshot=*'
-				set -a from (string replace -r -- '^(--[a-z]+=)~(?=/|$)' '$1'$HOME $tokens[$i])
+				set -a from $tokens[$i]
 		end
 	end
 	routectl $from completions ids $argv[1] 2>/dev/null

@@ -145,6 +145,25 @@ default_is sim-headset
 expect_eq "the lock let go: the headset takes the route (server)" sim-headset "$(pactl get-default-sink)"
 unplug sim-headset
 default_is sim-earpiece
+# A holder that keeps it (a set stopped with Ctrl-Z) does not stop the policy for good: past twice
+# the timeout (10 s) watch --apply acts without it, clears the override the plug ends, says so once.
+rc -q set speaker >/dev/null
+# (-o: the lock is flock's own, not its child's, so that killing flock lets it go.)
+flock -o "$lockfile" sleep 20 &
+stuck=$!
+wait_for "the route lock held" sh -c "! flock -n '$lockfile' true"
+plug bluetooth sim-bluetooth
+sleep 3
+expect_eq "a plug while the lock is stuck: the watcher waits at first (server)" sim-speaker "$(pactl get-default-sink)"
+i=0
+until [ "$(pactl get-default-sink)" = sim-bluetooth ] || [ $i -ge 150 ]; do sleep 0.1; i=$((i + 1)); done
+expect_eq "the lock stuck past twice the timeout: the watcher acts without it (server)" sim-bluetooth "$(pactl get-default-sink)"
+expect_eq "and clears the override the plug ends" none "$(rc query override)"
+expect_eq "and says so once" 1 "$(grep -c 'held the route lock for over 10 s' "$dir/watch.err" || true)"
+kill "$stuck" 2>/dev/null || true
+wait "$stuck" 2>/dev/null || true
+unplug sim-bluetooth
+default_is sim-earpiece
 
 echo "-- the server goes away and comes back: interrupted, recovered, the route re-applied"
 for round in 1 2; do

@@ -209,8 +209,14 @@ public struct Watch {
                     guard reportRoute(Status(snapshot: snapshot), reason: held.reason) else { break }
                     continue
                 }
+                // watch --apply handles each change under the route lock, from its refetch to its
+                // answer: a command holding it (set, clear, call) finishes first, and the change is
+                // read and decided on as the command left the server.
+                let routeLock = apply ? lockForMove() : nil
                 let next = try server.snapshotAfterChange(timeout: timeout)
-                guard try handle(Change(previous: snapshot, current: next), next) else { break }
+                let goOn = try handle(Change(previous: snapshot, current: next), next)
+                withExtendedLifetime(routeLock) {}
+                guard goOn else { break }
             } catch let error as EngineError {
                 if case .state = error {
                     // A state file that became unreadable while watching (one that cannot be read at the
@@ -478,7 +484,7 @@ public struct Watch {
         guard !owed.isEmpty, cards.map({ names in owed.contains { names.contains($0.card) } }) ?? true else { return nil }
         // Under the route lock, as `call start` reads them: a call starting now waits for the switch
         // (and then finds nothing owed), and one that started first is seen.
-        guard let lock = lockForMove() else { return nil }
+        let lock = lockForMove()
         defer { withExtendedLifetime(lock) {} }
         do {
             guard try store.callRecord() == nil else {
@@ -944,26 +950,32 @@ public struct Watch {
     func clearOverride() -> Bool { store.clearOverride() }
 
     /// The route lock `set`, `clear` and `call` hold from their read of the server to their read-back,
-    /// for a policy move: taken before the preferences the rules decide on are read, so that a command
-    /// holding it goes first and the rules decide on what it left (a `set speaker` planned before a
-    /// headset's plug, carried out over the move to it; a call started as the headset came). Waited
-    /// for at most the timeout: a command stopped while holding it (Ctrl-Z) does not stop the policy
-    /// for good; past that the move is made without it, and that is said once. Nil then, or when the
-    /// lock cannot be taken at all (no runtime dir: the state errors say so).
+    /// for a policy move: taken before the server and the preferences the rules decide on are read,
+    /// so that a command holding it goes first and the rules decide on what it left (a `set speaker`
+    /// planned before a headset's plug, carried out over the move to it; a call started as the
+    /// headset came). Waited for at most `lockPatience`: a command stopped while holding it (Ctrl-Z)
+    /// does not stop the policy for good; past that the policy acts without it, says so once, and
+    /// only tries it (no wait) until it is free again. Nil then, or when the lock cannot be taken at
+    /// all (no runtime dir: the state errors say so).
     mutating func lockForMove() -> AnyObject? {
         do {
-            if let lock = try store.lockRoute(within: timeout) {
+            if let lock = try store.lockRoute(within: lockOverdue ? 0 : lockPatience) {
                 lockOverdue = false
                 return lock
             }
             if !lockOverdue {
-                let shown = timeout == timeout.rounded() && timeout < 1e9 ? "\(Int(timeout))" : "\(timeout)"
-                warn("another routectl has held the route lock for over \(shown) s; watch --apply acts without it")
+                let shown = lockPatience == lockPatience.rounded() && lockPatience < 1e9 ? "\(Int(lockPatience))" : "\(lockPatience)"
+                warn("another routectl has held the route lock for over \(shown) s (stopped with Ctrl-Z?); "
+                     + "watch --apply acts without it until it is free")
             }
             lockOverdue = true
         } catch {}
         return nil
     }
+
+    /// How long the watcher waits for the route lock: longer than a command holds it when the server
+    /// is slow (each of its read-backs is bounded by the timeout, at least 3 s).
+    var lockPatience: Double { 2 * max(timeout, 3) }
 
     /// An override set before this watcher started, whose devices have changed since, is dropped now.
     mutating func clearStaleOverride(_ status: Status) {

@@ -72,8 +72,14 @@ extension Snapshot {
             if let m = state.optional("last_move") {
                 let word = try m.string("reason")
                 guard let reason = RouteChangeReason(rawValue: word) else { throw m.error("unknown reason '\(word)'") }
-                guard let at = m.value["at"]?.intValue else { throw m.error("missing member 'at'") }
-                lastMove = RouteIntent(output: try m.string("output"), reason: reason, at: at, done: m.value["done"] == .bool(true))
+                guard let at = try m.optionalInt("at") else { throw m.error("missing member 'at'") }
+                // As intent.json reads it: a move with no `done` is over.
+                var done = true
+                if let d = m.optional("done") {
+                    guard case let .bool(b) = d.value else { throw d.error("expected true or false") }
+                    done = b
+                }
+                lastMove = RouteIntent(output: try m.string("output"), reason: reason, at: at, done: done)
             }
             // Absent in a dump of a routectl from before profiles.json: none owed.
             owedProfiles = try state.list("owed_profiles").map { item throws(SnapshotFormatError) in

@@ -86,9 +86,12 @@ final class StatePreferences: PreferenceStore {
             try store.removeOverride()
             return true
         }
-        // Under the route lock this process holds already, or under its own take of it.
-        let removed = routeLockDepth > 0 ? try? remove() : try? store.withOverrideLock(remove)
-        return removed ?? false
+        // Under the route lock this process holds already, or under its own take of it, waited for
+        // a moment at most: a holder that keeps it (a command stopped with Ctrl-Z) does not stop the
+        // watcher, which clears without it, as it acts without it then (`Watch.lockForMove`).
+        if routeLockDepth > 0 { return (try? remove()) ?? false }
+        let lock = try? store.lockOverride(within: 1)
+        return withExtendedLifetime(lock) { (try? remove()) ?? false }
     }
 
     func saveIntent(_ intent: RouteIntent) { try? store.saveIntent(intent) }

@@ -249,7 +249,10 @@ final class FakeStore: PreferenceStore {
     /// What another process holding the route lock does before it lets go (a `set` that records its
     /// override), once, at the next `lockRoute(within:)`.
     var beforeRouteLockFree: (() -> Void)?
+    /// How long each `lockRoute(within:)` was willing to wait.
+    private(set) var routeLockWaits: [Double] = []
     func lockRoute(within seconds: Double) throws -> AnyObject? {
+        routeLockWaits.append(seconds)
         if let other = beforeRouteLockFree {
             beforeRouteLockFree = nil
             other()
