@@ -964,8 +964,7 @@ public struct Watch {
                 return lock
             }
             if !lockOverdue {
-                let shown = lockPatience == lockPatience.rounded() && lockPatience < 1e9 ? "\(Int(lockPatience))" : "\(lockPatience)"
-                warn("another routectl has held the route lock for over \(shown) s (stopped with Ctrl-Z?); "
+                warn("another routectl has held the route lock for over \(JSON.number(lockPatience)) s (stopped with Ctrl-Z?); "
                      + "watch --apply acts without it until it is free")
             }
             lockOverdue = true

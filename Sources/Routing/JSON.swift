@@ -84,13 +84,17 @@ extension JSON {
         return out
     }
 
+    /// A finite number as JSON (and routectl's messages) write it: `5`, `0.5`, `1e-06`.
+    public static func number(_ d: Double) -> String {
+        d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
+    }
+
     public func write(to out: inout String) {
         switch self {
         case .null: out += "null"
         case let .bool(b): out += b ? "true" : "false"
         case let .int(i): out += String(i)
-        case let .double(d):
-            if d.isFinite { out += d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d) } else { out += "null" }
+        case let .double(d): out += d.isFinite ? JSON.number(d) : "null"
         case let .string(s): JSON.writeString(s, to: &out)
         case let .array(items):
             out += "["

@@ -21,8 +21,8 @@ public struct Snapshot: Equatable, Sendable {
     /// that `why` and `call status` say.
     public var overrideSetAt: Int64?
     public var callStartedAt: Int64?
-    /// With `routectl`: routectl's last announced move (`intent.json`, without the ones it replaced),
-    /// for `why`.
+    /// With `routectl`: routectl's last announced move (`intent.json`), for `why`; the dump writes it
+    /// without the moves it replaced.
     public var lastMove: RouteIntent?
 
     public init(server: ServerInfo, sinks: [Sink] = [], sources: [Source] = [], cards: [Card] = [],

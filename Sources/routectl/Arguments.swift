@@ -255,7 +255,8 @@ enum Grammar {
             name: "why", arguments: "", summary: "Say which rule put the route where it is, and what else could move it.",
             details: """
               The rule behind the route (call, override, priority list, external device, default, fallback,
-              restored, or another client's or the server's choice), the output and port that carry it,
+              restored, routectl's own earlier move under rules changed since, or another client's or the
+              server's choice), the output and port that carry it,
               since when, what 'watch --apply' last did (decision.json), and the other policies on this
               machine that could move it: routectl's own watcher, WirePlumber's remembered default and
               configuration, PulseAudio's switch-on-connect, switch-on-port-available and role-cork
@@ -308,7 +309,8 @@ enum Grammar {
             details: """
               bash, zsh or fish: the script 'make install' installs, printed from routectl's own command
               table, so it cannot miss a command or an option. 'completions ids outputs|inputs' prints
-              the device ids the scripts offer (one a line).
+              the device ids the scripts offer (one a line), from the server or dump that --server or
+              --snapshot names on the line being completed.
             """),
     ]
 
@@ -405,7 +407,7 @@ enum ArgumentParser {
             guard let word = rest.first else { throw Failure.usage("Missing value for '<target>'.") }
             try atMost(1, rest, spec)
             guard let target = RouteTarget(word: word) else {
-                throw Failure.usage("The value '\(word)' is invalid for '<target>'\(expected(RouteTarget.words)).\(suggestion(word, RouteTarget.words))")
+                throw invalid(word, for: "<target>", among: RouteTarget.words)
             }
             let device = try commandOptions["device"].map { id throws(Failure) in try outputID(id) }
             return .set(RouteRequest(target: target, device: device, force: commandOptions["force"] != nil))
@@ -416,7 +418,7 @@ enum ArgumentParser {
             try atMost(1, rest, spec)
             guard let word = rest.first else { return .default(nil) }
             guard let target = RouteTarget(word: word), target.isBuiltIn else {
-                throw Failure.usage("The value '\(word)' is invalid for 'default': expected speaker or earpiece.\(suggestion(word, ["speaker", "earpiece"]))")
+                throw invalid(word, for: "default", among: ["speaker", "earpiece"])
             }
             return .default(target)
         case "input":
@@ -426,7 +428,7 @@ enum ArgumentParser {
                 try atMost(2, rest, spec)
                 guard rest.count == 2 else { return .inputMute(nil) }
                 guard let change = MuteChange(rawValue: rest[1]) else {
-                    throw Failure.usage("The value '\(rest[1])' is invalid for 'input mute': expected on, off or toggle.\(suggestion(rest[1], MuteChange.allCases.map(\.rawValue)))")
+                    throw invalid(rest[1], for: "input mute", among: MuteChange.allCases.map(\.rawValue))
                 }
                 return .inputMute(change)
             case "list": try atMost(1, rest, spec); return .inputList
@@ -436,7 +438,7 @@ enum ArgumentParser {
                 try atMost(2, rest, spec)
                 return .inputSet(try outputID(rest[1]))
             default:
-                throw Failure.usage("The value '\(verb)' is invalid for 'input'\(expected(["list", "set", "clear", "mute"])).\(suggestion(verb, ["list", "set", "clear", "mute"]))")
+                throw invalid(verb, for: "input", among: ["list", "set", "clear", "mute"])
             }
         case "why":
             try atMost(0, rest, spec)
@@ -451,13 +453,13 @@ enum ArgumentParser {
                 for id in ids { _ = try outputID(id) }
                 return .prioritySet(ids)
             default:
-                throw Failure.usage("The value '\(verb)' is invalid for 'priority'\(expected(["list", "set", "clear"])).\(suggestion(verb, ["list", "set", "clear"]))")
+                throw invalid(verb, for: "priority", among: ["list", "set", "clear"])
             }
         case "call":
             guard let word = rest.first else { throw Failure.usage("Missing value for 'call': expected start, end or status.") }
             try atMost(1, rest, spec)
             guard let verb = CallVerb(rawValue: word) else {
-                throw Failure.usage("The value '\(word)' is invalid for 'call'\(expected(CallVerb.allCases.map(\.rawValue))).\(suggestion(word, CallVerb.allCases.map(\.rawValue)))")
+                throw invalid(word, for: "call", among: CallVerb.allCases.map(\.rawValue))
             }
             if commandOptions["speaker"] != nil, verb != .start { throw Failure.usage("Option '--speaker' needs 'call start'.") }
             return .call(verb, speaker: commandOptions["speaker"] != nil)
@@ -479,7 +481,7 @@ enum ArgumentParser {
             guard let word = rest.first else { throw Failure.usage("Missing value for '<route>'.") }
             try atMost(1, rest, spec)
             guard let route = Route(rawValue: word == "earpiece" ? "receiver" : word) else {
-                throw Failure.usage("The value '\(word)' is invalid for '<route>'\(expected(Route.allCases.map(\.rawValue))).\(suggestion(word, Route.allCases.map(\.rawValue)))")
+                throw invalid(word, for: "<route>", among: Route.allCases.map(\.rawValue))
             }
             return .wait(route, timeout: waitTimeout)
         case "devices":
@@ -498,7 +500,7 @@ enum ArgumentParser {
             }
             try atMost(1, rest, spec)
             guard let which = Shell(rawValue: shell) else {
-                throw Failure.usage("The value '\(shell)' is invalid for '<shell>'\(expected(["bash", "zsh", "fish"])).\(suggestion(shell, ["bash", "zsh", "fish"]))")
+                throw invalid(shell, for: "<shell>", among: ["bash", "zsh", "fish"])
             }
             return .completions(which)
         case "help":
@@ -586,6 +588,11 @@ enum ArgumentParser {
         "handset": "earpiece", "phone": "earpiece",
         "stop": "end", "hangup": "end", "finish": "end", "begin": "start", "answer": "start",
     ]
+
+    /// A word outside a short closed set: the words it takes, and the closest one when one is close.
+    static func invalid(_ word: String, for name: String, among words: [String]) -> Failure {
+        Failure.usage("The value '\(word)' is invalid for '\(name)'\(expected(words)).\(suggestion(word, words))")
+    }
 
     /// ": expected a, b or c": the words a closed set takes, in the order help gives them.
     static func expected(_ words: [String]) -> String {

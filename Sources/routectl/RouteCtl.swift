@@ -118,7 +118,7 @@ enum RouteCtl {
                 let store = State.store()
                 snapshot.routectl = try State.preferences(store, current: nil, quiet: true)
                 snapshot.decision = store.loadDecision()
-                snapshot.lastMove = store.loadIntent().map { RouteIntent(output: $0.output, reason: $0.reason, at: $0.at, done: $0.done) }
+                snapshot.lastMove = store.loadIntent()
                 snapshot.owedProfiles = store.loadOwedProfiles()
                 // State.preferences read them already: a corrupt one was said there.
                 let record = store.overrideFile == nil ? nil : try? store.loadOverride()
@@ -178,11 +178,6 @@ enum ServerAccess {
         }
     }
 
-    /// Seconds as the user would write them: `5`, `0.5`, `1e-06`.
-    static func seconds(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
-    }
-
     /// The connection of a one-shot command that changes the route or a call: from here it carries
     /// its change through, a signal held until it is done (`Interrupts`).
     static func connectToChange(_ options: GlobalOptions) throws(Failure) -> PulseConnection {
@@ -197,7 +192,7 @@ enum ServerAccess {
         if error.isUnreachable {
             let hint = "Is a PulseAudio or PipeWire server running? (try --server or PULSE_SERVER"
             if let timeout, error.isDeadline {
-                return Failure(status: .noServer, message: "\(error): no answer within \(seconds(timeout)) s. \(hint), or a longer --timeout)")
+                return Failure(status: .noServer, message: "\(error): no answer within \(JSON.number(timeout)) s. \(hint), or a longer --timeout)")
             }
             return Failure(status: .noServer, message: "\(error). \(hint))")
         }

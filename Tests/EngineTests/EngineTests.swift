@@ -1414,12 +1414,12 @@ extension Snapshot {
     let laptop = "alsa_output.sim-laptop.analog-stereo"
     let phones = "alsa_card.sim-laptop:analog-output-headphones"
 
-    func run(_ server: FakeServer, _ store: FakeStore, holdDown: Double) throws -> [Event] {
+    func run(_ server: FakeServer, _ store: FakeStore, holdDown: Double, warned: @escaping (String) -> Void = { _ in }) throws -> [Event] {
         let clock = ManualClock()
         server.clock = clock
         var events: [Event] = []
         var watch = Watch(server: server, store: store, clocks: clock.clocks, apply: true, muteOnFallback: false, holdDown: holdDown,
-                          timeout: 1, snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: { _ in })
+                          timeout: 1, snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: warned)
         try watch.run()
         return events
     }
@@ -1491,12 +1491,7 @@ extension Snapshot {
         let held = FakeStore()
         held.routeLockHeldElsewhere = true
         var warnings: [String] = []
-        let clock = ManualClock()
-        stuck.clock = clock
-        var moved: [Event] = []
-        var watch = Watch(server: stuck, store: held, clocks: clock.clocks, apply: true, muteOnFallback: false, timeout: 1,
-                          snapshot: try stuck.snapshot(timeout: 1), sink: { moved.append($0); return true }, warn: { warnings.append($0) })
-        try watch.run()
+        let moved = try run(stuck, held, holdDown: 0, warned: { warnings.append($0) })
         #expect(WatchTests().routes(moved).contains("bluetooth (was speaker) new-device-available"), "the move made without the lock")
         #expect(warnings == ["another routectl has held the route lock for over 6 s (stopped with Ctrl-Z?); watch --apply acts without it until it is free"])
         #expect(held.routeLockWaits.first == 6, "twice the timeout, at least 6 s")
