@@ -252,6 +252,29 @@ stop_watchers
 for pid in "${players[@]}"; do kill "$pid" 2>/dev/null || true; done
 players=()
 
+echo "-- a jack plugged while a command holds the route lock: watch --apply answers it once the lock is free"
+start_watchers
+lockfile=$XDG_RUNTIME_DIR/routectl/override.json.lock
+# flock(1) takes the lock set, clear and call hold (-o: flock's own, let go as it exits).
+flock -o "$lockfile" sleep 3 &
+locker=$!
+wait_for "the route lock held" sh -c "! flock -n '$lockfile' true"
+jack laptop headphone in
+wait_for "the server on the headphones" server_is "$laptop analog-output-headphones"
+wait_line "$watch" 1 "^route headset"
+expect_eq "plain watch reports the jack at once; watch --apply waits while the lock is held" "" "$(since "$apply" route)"
+wait "$locker"
+wait_line "$apply" 1 "^route headset"
+quiet "$watch" "$apply"
+expect_both "the lock let go: the same one route event in both" \
+	"route headset (was speaker) reason=new-device-available output=$phones_id"
+expect_eq "the lock let go: the headphones keep the sound (server)" "$laptop analog-output-headphones" "$(server_route)"
+jack laptop headphone out
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+quiet "$watch" "$apply"
+expect_eq "watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
+stop_watchers
+
 echo "-- another client turns the laptop's card off: watch --apply leaves it off (rule 5), and on again"
 start_watchers
 pactl set-card-profile alsa_card.sim-laptop off
