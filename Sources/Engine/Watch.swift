@@ -294,6 +294,7 @@ public struct Watch {
         ownThisChange = .some(own)
         let events = Events.diff(change, own: own, recentlyAdded: Set(recentlyAdded.keys))
         let undone = apply ? nil : stealUndone(change)
+        guard endSupersededHold() else { return false }
         noteMovesReached(change)
         if let held = hold, let reached = held.reached, let target = held.target,
            change.removed.contains(where: { $0.id == target }) {
@@ -734,7 +735,7 @@ public struct Watch {
     /// `reportNow` false: the change being handled has device events, which go out first; a route
     /// event due now is left to the next round (at once).
     mutating func adoptIntent(_ next: Snapshot, reportNow: Bool = true) {
-        guard let intent = intentNow() else { return }
+        guard endSupersededHold(), let intent = intentNow() else { return }
         if let held = hold, held.intent == intent.at, intent.done {
             // The command is over: its route event now, from where it began to where it ended. When
             // this connection does not show it there yet, the command's own notifications may still be
@@ -773,6 +774,18 @@ public struct Watch {
         held.note(arrived: arrived, at: clocks.monotonic())
         if arrived { held.reached = Status(snapshot: next) }
         hold = held
+    }
+
+    /// A command's move held here (its intent) is over once a later move is announced: what it reached
+    /// is reported as its own; what this watcher never saw it reach is not, and the later move explains
+    /// what comes next. (A connection that missed the held move's change of the default, pipewire-pulse's
+    /// gap in `refreshStaleDefaults`, would otherwise lend its reason to a later move reaching the same
+    /// output.) False when stdout is gone.
+    mutating func endSupersededHold() -> Bool {
+        guard let held = hold, let at = held.intent, let latest = intentNow(), latest.at > at else { return true }
+        hold = nil
+        guard let reached = held.reached else { return true }
+        return reportRoute(reached, reason: held.reason)
     }
 
     /// A held move is over but this connection does not show it where it was going (or, for a profile

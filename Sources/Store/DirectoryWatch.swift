@@ -2,8 +2,9 @@ import Glibc
 import Routing
 
 /// Wakes the watch loop when routectl's own files in the runtime directory change (`call.json`
-/// created or removed by `call start|end` in another process), through inotify: a call that moves no
-/// route still gets its `call` event at once, with no polling.
+/// created or removed by `call start|end` in another process, `intent.json` as a move is announced
+/// and ends), through inotify: a call that moves no route still gets its `call` event at once, and
+/// a move this connection was not told of is asked about at once, with no polling.
 public final class DirectoryWatch: LoopSource {
     let descriptor: Int32
     let names: Set<String>

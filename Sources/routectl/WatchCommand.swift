@@ -27,8 +27,11 @@ enum WatchCommand {
         let remote = watchOptions.dbus ? try DBusControl.start(connection, options) : nil
         // call start|end in another shell wake the loop for their `call` event, route move or not (the
         // directory, routectl's own, is made here when missing, 0700: nothing else would watch it).
+        // Plain watch also wakes as a move is announced and as it ends (`intent.json`): a move whose
+        // change of the default pipewire-pulse did not forward to this connection is then asked
+        // about at once (`Watch.missedTheMove`), not when its hold runs out.
         if let directory = store.runtimeDirectoryPath, mkdir(directory, 0o700) == 0 || errno == EEXIST,
-           let files = DirectoryWatch(directory: directory, names: ["call.json"]) {
+           let files = DirectoryWatch(directory: directory, names: apply ? ["call.json"] : ["call.json", "intent.json"]) {
             connection.attach(files)
         }
         let output = EventOutput(json: options.json)

@@ -849,6 +849,32 @@ import Testing
                 "watch --apply running: \(policyRunning), the disconnect queued: \(queued)")
     }
 
+    /// pipewire-pulse forwards no default change to a connected client while a new client connects
+    /// (`refreshStaleDefaults`): this watcher sees the headset come but neither `watch --apply`'s move
+    /// to it nor `set speaker --force`'s back, and nothing wakes it meanwhile. Then `set bluetooth`
+    /// moves to the headset, and it disconnects. The arrival's move, held and never seen, was over
+    /// once a later command announced its own: the set's move is the set's (override), not the
+    /// arrival's. (Once in e2e-bluetooth on PipeWire, plain watch named it new-device-available.)
+    @Test func aHeldMoveALaterCommandReplacedLendsItNoReason() throws {
+        let (connected, moved, gone, headset, speaker) = try headsetAndSpeaker()
+        let clock = ManualClock()
+        let store = FakeStore()
+        store.policyRunning = true
+        let server = FakeServer(gone)
+        server.clock = clock
+        let t = clock.clocks.wallMilliseconds()
+        server.script = [
+            intent(store, headset, .newDeviceAvailable, at: t), .change(connected),
+            .change(moved, defaultSeen: false), intent(store, headset, .newDeviceAvailable, at: t, done: true),
+            intent(store, speaker, .override, at: t + 600), .run { server.current = connected; server.missed = nil },
+            intent(store, speaker, .override, at: t + 600, done: true),
+            intent(store, headset, .override, at: t + 1200), intent(store, headset, .override, at: t + 1200, done: true),
+            .change(moved), .pass(0.02), .change(gone), .pass(0.5),
+        ]
+        let events = try run(server, store, apply: false, clock: clock)
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override", "speaker (was bluetooth) old-device-unavailable"])
+    }
+
     /// `set bluetooth --device` moves to a headset, and this watcher sees it get there; moments later
     /// another client switches the headset to HFP (PipeWire: the A2DP sink goes, the default parks
     /// on the laptop, the HFP sink comes under the same name): the flip's, not the set's. (Once in
