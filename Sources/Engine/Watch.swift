@@ -987,7 +987,10 @@ public struct Watch {
 
     /// How long the watcher waits for the route lock: longer than a command holds it when the server
     /// is slow (each of its read-backs is bounded by the timeout, at least 3 s).
-    var lockPatience: Double { 2 * max(timeout, 3) }
+    var lockPatience: Double { Self.lockPatience(timeout: timeout) }
+
+    /// The same for a request the watcher serves (D-Bus), whose commands take the lock themselves.
+    public static func lockPatience(timeout: Double) -> Double { 2 * max(timeout, 3) }
 
     /// An override set before this watcher started, whose devices have changed since, is dropped now.
     mutating func clearStaleOverride(_ status: Status) {

@@ -13,6 +13,14 @@ public struct StateError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
+/// How long a take of a state file's lock may wait in this process. Nil (a command): as long as
+/// another holder keeps it, so that commands run one after another. `watch --apply --dbus` bounds it
+/// while it serves a request: its loop is also the policy's and the bus's, and a command stopped
+/// while holding the route lock (Ctrl-Z) must cost the request an error, not the watcher its life.
+public enum LockWait {
+    nonisolated(unsafe) public static var limit: Double?
+}
+
 /// A value kept in one of routectl's JSON state files: how it reads from and writes to the file's
 /// members. `version` and any member the type does not know are the file's business (StateFile).
 public protocol StateRecord: Sendable {
@@ -135,8 +143,15 @@ public struct StateFile<Record: StateRecord>: Sendable {
         do { try FileIO.remove(path) } catch { throw StateError(path: path, problem: "cannot remove: \(error)") }
     }
 
-    /// Takes the file's lock (`NAME.lock` beside it), creating the directory if needed.
+    /// Takes the file's lock (`NAME.lock` beside it), creating the directory if needed. Waits as long
+    /// as another holder keeps it, unless `LockWait.limit` bounds the wait in this process.
     public func lock() throws(StateError) -> FileLock {
+        if let limit = LockWait.limit {
+            guard let lock = try lock(within: limit) else {
+                throw StateError(path: path + ".lock", problem: "held by another routectl for over \(JSON.number(limit)) s (stopped with Ctrl-Z?)")
+            }
+            return lock
+        }
         try directory.prepare()
         do {
             return try FileLock(path + ".lock")

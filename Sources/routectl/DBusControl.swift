@@ -48,6 +48,11 @@ final class DBusControl: RemoteControl {
         }
         // Requests that arrive while one is carried out (its read-back runs the loop) are served too.
         var calls = bus.takeRequests()
+        guard !calls.isEmpty else { return }
+        // A command holding the route lock goes first, for as long as the watcher would wait on it
+        // itself; one that keeps it longer (stopped with Ctrl-Z) fails the request, not the watcher.
+        LockWait.limit = Watch.lockPatience(timeout: options.timeout)
+        defer { LockWait.limit = nil }
         while !calls.isEmpty {
             for call in calls {
                 do throws(Failure) {
