@@ -84,7 +84,9 @@ public enum EngineError: Error, CustomStringConvertible {
 /// it carry out what its clients asked whenever the loop wakes, and tells it what the server shows.
 public protocol RemoteControl: AnyObject {
     /// Carries out the requests received since the last call, answering each; errors are the clients'.
-    func serve()
+    /// A state file's lock is waited for at most `lockWait` seconds. True when one was held that long,
+    /// false when every lock the requests needed was taken, nil when they needed none.
+    func serve(lockWait: Double) -> Bool?
     /// The state read back from the server after a change, with the preferences then.
     func update(_ status: Status, _ preferences: Preferences)
     /// A route event the watch printed.

@@ -159,7 +159,7 @@ public struct Watch {
             do {
                 // Requests that came while the last round was busy (an inner wait took their wake-up),
                 // and hold-downs that passed meanwhile, are handled before waiting again.
-                remote?.serve()
+                serveRemote()
                 if stateTrouble != nil {
                     // The state files read again: the rules are applied again if the server came back
                     // meanwhile, and what changed while they could not be read is handled now, as one
@@ -196,7 +196,7 @@ public struct Watch {
                 let wait = wake.map { max(0, $0 - clocks.monotonic()) }
                 let changed = try server.waitForChanges(timeout: wait)
                 // What remote clients asked is carried out between rounds, never inside their callbacks.
-                remote?.serve()
+                serveRemote()
                 guard changed else {
                     if server.shouldStop { break }
                     guard releaseHeldInput(dueOnly: true) else { break }
@@ -776,16 +776,17 @@ public struct Watch {
         hold = held
     }
 
-    /// A command's move held here (its intent) is over once a later move is announced: what it reached
-    /// is reported as its own; what this watcher never saw it reach is not, and the later move explains
-    /// what comes next. (A connection that missed the held move's change of the default, pipewire-pulse's
-    /// gap in `refreshStaleDefaults`, would otherwise lend its reason to a later move reaching the same
-    /// output.) False when stdout is gone.
+    /// A command's move held here (its intent) is over once a later move to the same output is
+    /// announced: what it reached is reported as its own, else the route as it stands (what the hold
+    /// kept back), and the later move explains its own arrival. (A connection that missed the held
+    /// move's change of the default, pipewire-pulse's gap in `refreshStaleDefaults`, would otherwise
+    /// lend its reason to a later move reaching the same output.) A later move elsewhere ends it as
+    /// before: when it is done, or at its deadline. False when stdout is gone.
     mutating func endSupersededHold() -> Bool {
-        guard let held = hold, let at = held.intent, let latest = intentNow(), latest.at > at else { return true }
+        guard let held = hold, let at = held.intent, let target = held.target, let latest = intentNow(), latest.at > at,
+              latest.output == target else { return true }
         hold = nil
-        guard let reached = held.reached else { return true }
-        return reportRoute(reached, reason: held.reason)
+        return reportRoute(held.reached ?? Status(snapshot: snapshot), reason: held.reason)
     }
 
     /// A held move is over but this connection does not show it where it was going (or, for a profile
@@ -976,21 +977,35 @@ public struct Watch {
                 lockOverdue = false
                 return lock
             }
-            if !lockOverdue {
-                warn("another routectl has held the route lock for over \(JSON.number(lockPatience)) s (stopped with Ctrl-Z?); "
-                     + "watch --apply acts without it until it is free")
-            }
-            lockOverdue = true
+            noteLockOverdue()
         } catch {}
         return nil
     }
 
+    /// The route lock was held past the watcher's patience: said once, and from now on only tried.
+    mutating func noteLockOverdue() {
+        if !lockOverdue {
+            warn("another routectl has held the route lock for over \(JSON.number(lockPatience)) s (stopped with Ctrl-Z?); "
+                 + "watch --apply acts without it until it is free")
+        }
+        lockOverdue = true
+    }
+
     /// How long the watcher waits for the route lock: longer than a command holds it when the server
     /// is slow (each of its read-backs is bounded by the timeout, at least 3 s).
-    var lockPatience: Double { Self.lockPatience(timeout: timeout) }
+    var lockPatience: Double { 2 * max(timeout, 3) }
 
-    /// The same for a request the watcher serves (D-Bus), whose commands take the lock themselves.
-    public static func lockPatience(timeout: Double) -> Double { 2 * max(timeout, 3) }
+    /// Carries out the D-Bus requests received. Each waits for the route lock as the watcher does, at
+    /// most 20 s (a D-Bus call's own limit is 25 s), and not at all while the lock is overdue; one
+    /// that ran out of that makes it overdue for the policy too (the watcher's loop is blocked while a
+    /// request waits: not twice for the same stuck lock), and one that took it ends that.
+    mutating func serveRemote() {
+        switch remote?.serve(lockWait: lockOverdue ? 0 : min(lockPatience, 20)) {
+        case true?: noteLockOverdue()
+        case false?: lockOverdue = false
+        case nil: break
+        }
+    }
 
     /// An override set before this watcher started, whose devices have changed since, is dropped now.
     mutating func clearStaleOverride(_ status: Status) {
@@ -1008,7 +1023,7 @@ public struct Watch {
         var warned = false
         while server.pause(seconds: delay) {
             // Remote clients get their answer (a failure, with no server) rather than waiting for it.
-            remote?.serve()
+            serveRemote()
             delay = min(delay * 2, 2.0)
             let fresh: Snapshot
             do {

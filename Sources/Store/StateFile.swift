@@ -19,6 +19,9 @@ public struct StateError: Error, Equatable, Sendable, CustomStringConvertible {
 /// while holding the route lock (Ctrl-Z) must cost the request an error, not the watcher its life.
 public enum LockWait {
     nonisolated(unsafe) public static var limit: Double?
+    /// Set when a take bounded by `limit` ran out of it, and when one succeeded (the caller clears both).
+    nonisolated(unsafe) public static var ranOut = false
+    nonisolated(unsafe) public static var took = false
 }
 
 /// A value kept in one of routectl's JSON state files: how it reads from and writes to the file's
@@ -148,8 +151,10 @@ public struct StateFile<Record: StateRecord>: Sendable {
     public func lock() throws(StateError) -> FileLock {
         if let limit = LockWait.limit {
             guard let lock = try lock(within: limit) else {
-                throw StateError(path: path + ".lock", problem: "held by another routectl for over \(JSON.number(limit)) s (stopped with Ctrl-Z?)")
+                LockWait.ranOut = true
+                throw StateError(path: path + ".lock", problem: "held by another routectl" + (limit > 0 ? " for over \(JSON.number(limit)) s" : "") + " (stopped with Ctrl-Z?)")
             }
+            LockWait.took = true
             return lock
         }
         try directory.prepare()

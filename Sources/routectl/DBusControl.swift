@@ -40,7 +40,7 @@ final class DBusControl: RemoteControl {
         return DBusControl(bus: bus, connection: connection, options: options)
     }
 
-    func serve() {
+    func serve(lockWait: Double) -> Bool? {
         if let lost = bus.lostError, !lostSaid {
             // The rules go on without D-Bus; the unit's log says why the names are gone.
             Console.err("routectl: \(lost)\n")
@@ -48,10 +48,11 @@ final class DBusControl: RemoteControl {
         }
         // Requests that arrive while one is carried out (its read-back runs the loop) are served too.
         var calls = bus.takeRequests()
-        guard !calls.isEmpty else { return }
+        guard !calls.isEmpty else { return nil }
         // A command holding the route lock goes first, for as long as the watcher would wait on it
         // itself; one that keeps it longer (stopped with Ctrl-Z) fails the request, not the watcher.
-        LockWait.limit = Watch.lockPatience(timeout: options.timeout)
+        LockWait.limit = lockWait
+        (LockWait.ranOut, LockWait.took) = (false, false)
         defer { LockWait.limit = nil }
         while !calls.isEmpty {
             for call in calls {
@@ -64,9 +65,12 @@ final class DBusControl: RemoteControl {
                         call.reply(success: false)
                     }
                 }
+                // Once the lock was held that long, the requests after it only try it.
+                if LockWait.ranOut { LockWait.limit = 0 }
             }
             calls = bus.takeRequests()
         }
+        return LockWait.ranOut ? true : LockWait.took ? false : nil
     }
 
     func carryOut(_ call: PendingCall) throws(Failure) {

@@ -1440,12 +1440,14 @@ extension Snapshot {
     let laptop = "alsa_output.sim-laptop.analog-stereo"
     let phones = "alsa_card.sim-laptop:analog-output-headphones"
 
-    func run(_ server: FakeServer, _ store: FakeStore, holdDown: Double, warned: @escaping (String) -> Void = { _ in }) throws -> [Event] {
+    func run(_ server: FakeServer, _ store: FakeStore, holdDown: Double, warned: @escaping (String) -> Void = { _ in },
+             remote: RemoteControl? = nil) throws -> [Event] {
         let clock = ManualClock()
         server.clock = clock
         var events: [Event] = []
         var watch = Watch(server: server, store: store, clocks: clock.clocks, apply: true, muteOnFallback: false, holdDown: holdDown,
                           timeout: 1, snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: warned)
+        watch.remote = remote
         try watch.run()
         return events
     }
@@ -1523,6 +1525,40 @@ extension Snapshot {
         #expect(held.routeLockWaits.first == 6, "twice the timeout, at least 6 s")
         #expect(held.routeLockWaits.dropFirst().allSatisfy { $0 == 0 } && held.routeLockWaits.count > 1,
                 "once overdue, only tried: \(held.routeLockWaits)")
+    }
+
+    /// A D-Bus request served inside the watcher waits for the route lock as the watcher would (at
+    /// most 20 s); one that ran out of it makes the lock overdue, said once: the policy's next move
+    /// only tries it, and so do the requests after it, until a take succeeds (here a request's).
+    @Test func aRequestThatFindsTheLockStuckMakesItOverdue() throws {
+        final class Requests: RemoteControl {
+            var waits: [Double] = []
+            var stuck = true
+            func serve(lockWait: Double) -> Bool? {
+                waits.append(lockWait)
+                return stuck
+            }
+            func update(_ status: Status, _ preferences: Preferences) {}
+            func routeChanged(route: Route, previous: Route, reason: RouteChangeReason) {}
+        }
+        var arrived = try fixture("sim/pulseaudio-bluetooth-a2dp")
+        arrived.server.defaultSinkName = laptop
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
+        let store = FakeStore()
+        store.routeLockHeldElsewhere = true
+        let requests = Requests()
+        var freed = 0
+        server.script = [.pass(0.1), .change(arrived), .pass(0.1),
+                         .run { store.routeLockHeldElsewhere = false; requests.stuck = false; freed = store.routeLockWaits.count },
+                         .change(try fixture("sim/pulseaudio-laptop")), .pass(0.1)]
+        var warnings: [String] = []
+        let events = try run(server, store, holdDown: 0, warned: { warnings.append($0) }, remote: requests)
+        #expect(requests.waits.first == 6, "twice the timeout, at least 6 s: \(requests.waits)")
+        #expect(warnings == ["another routectl has held the route lock for over 6 s (stopped with Ctrl-Z?); watch --apply acts without it until it is free"])
+        #expect(store.routeLockWaits.first == 0, "the policy's move after it only tries the lock: \(store.routeLockWaits)")
+        #expect(WatchTests().routes(events).contains("bluetooth (was speaker) new-device-available"), "the move made without the lock")
+        #expect(store.routeLockWaits.count > freed && store.routeLockWaits[freed] == 6 && requests.waits.last == 6,
+                "a request's take that succeeds ends it, before the policy's next move: \(store.routeLockWaits), \(requests.waits)")
     }
 
     /// Headphones in, their card turned off by another client (they go), then `call start` switches
