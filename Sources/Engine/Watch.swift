@@ -777,16 +777,21 @@ public struct Watch {
     }
 
     /// A command's move held here (its intent) is over once a later move to the same output is
-    /// announced: what it reached is reported as its own, else the route as it stands (what the hold
-    /// kept back), and the later move explains its own arrival. (A connection that missed the held
-    /// move's change of the default, pipewire-pulse's gap in `refreshStaleDefaults`, would otherwise
-    /// lend its reason to a later move reaching the same output.) A later move elsewhere ends it as
-    /// before: when it is done, or at its deadline. False when stdout is gone.
+    /// announced: what it reached is reported as its own, and the later move explains its own
+    /// arrival. (A connection that missed the held move's change of the default, pipewire-pulse's gap
+    /// in `refreshStaleDefaults`, would otherwise lend its reason to a later move reaching the same
+    /// output.) Never seen there, it hands what it held back to the later move while that is in
+    /// progress (its hold reports where the route ends: one command announcing its output again, as
+    /// `call end` does, is one route event); once that is done, the route is reported as it stands.
+    /// A later move elsewhere ends it as before: when it is done, or at its deadline. False when
+    /// stdout is gone.
     mutating func endSupersededHold() -> Bool {
         guard let held = hold, let at = held.intent, let target = held.target, let latest = intentNow(), latest.at > at,
               latest.output == target else { return true }
         hold = nil
-        return reportRoute(held.reached ?? Status(snapshot: snapshot), reason: held.reason)
+        if let reached = held.reached { return reportRoute(reached, reason: held.reason) }
+        guard latest.done else { return true }
+        return reportRoute(Status(snapshot: snapshot), reason: held.reason)
     }
 
     /// A held move is over but this connection does not show it where it was going (or, for a profile

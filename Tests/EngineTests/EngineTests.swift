@@ -875,6 +875,24 @@ import Testing
         #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override", "speaker (was bluetooth) old-device-unavailable"])
     }
 
+    /// `call end` on a phone (PipeWire): it announces the speaker, switches the card back to HiFi
+    /// (the server passes through the headphones port), and its move to the speaker announces the
+    /// speaker again. The first announcement, never seen reached, hands the route events over to the
+    /// second, still in progress: one route event, to the speaker, not the port on the way. (Once in
+    /// e2e-calls on PipeWire.)
+    @Test func aMoveAnnouncedAgainByItsOwnCommandIsOneRouteEvent() throws {
+        let call = try fixture("sim/pipewire-phone17-voicecall")
+        let hifi = try fixture("sim/pipewire-phone17")
+        var passing = hifi
+        passing.sinks[0].activePort = "[Out] Headphones"
+        let speaker = "alsa_card.sim-phone17:[Out] Speaker"
+        let events = try watchScript(from: call, policyRunning: true) { store, t in [
+            intent(store, speaker, .call, at: t), .change(passing), intent(store, speaker, .call, at: t + 5), .change(hifi),
+            intent(store, speaker, .call, at: t + 5, done: true), .pass(0.1), intent(store, speaker, .call, at: t, done: true), .pass(0.5),
+        ] }
+        #expect(routes(events) == ["receiver initial", "speaker (was receiver) call"])
+    }
+
     /// `set bluetooth --device` moves to a headset, and this watcher sees it get there; moments later
     /// another client switches the headset to HFP (PipeWire: the A2DP sink goes, the default parks
     /// on the laptop, the HFP sink comes under the same name): the flip's, not the set's. (Once in
