@@ -19,7 +19,8 @@ public struct StateError: Error, Equatable, Sendable, CustomStringConvertible {
 /// while holding the route lock (Ctrl-Z) must cost the request an error, not the watcher its life.
 public enum LockWait {
     nonisolated(unsafe) public static var limit: Double?
-    /// Set when a take bounded by `limit` ran out of it, and when one succeeded (the caller clears both).
+    /// Set when a bounded take of the route lock (the override's) ran out of the limit, and when one
+    /// succeeded (the caller clears both): whether a command still holds it past its time.
     nonisolated(unsafe) public static var ranOut = false
     nonisolated(unsafe) public static var took = false
 }
@@ -150,11 +151,12 @@ public struct StateFile<Record: StateRecord>: Sendable {
     /// as another holder keeps it, unless `LockWait.limit` bounds the wait in this process.
     public func lock() throws(StateError) -> FileLock {
         if let limit = LockWait.limit {
+            let routeLock = Record.self == OverrideRecord.self
             guard let lock = try lock(within: limit) else {
-                LockWait.ranOut = true
+                if routeLock { LockWait.ranOut = true }
                 throw StateError(path: path + ".lock", problem: "held by another routectl" + (limit > 0 ? " for over \(JSON.number(limit)) s" : "") + " (stopped with Ctrl-Z?)")
             }
-            LockWait.took = true
+            if routeLock { LockWait.took = true }
             return lock
         }
         try directory.prepare()
