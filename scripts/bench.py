@@ -352,11 +352,19 @@ def jack_bench(env, directory, limit):
 def set_bench(kind, limit):
     """`set` on a server with 500 outputs (null sinks) against the script it replaces: `pactl -f json
     list sinks`, then `pactl set-default-sink`. Each side switches the default every run: routectl
-    to the speaker, the script back to the earpiece, alternately. Its own server: no cards."""
+    to the speaker, the script back to the earpiece, alternately. Its own server: no cards.
+
+    Both sides are timed until they have exited and a client already connected sees the default they
+    chose, as DESIGN.md §7 times `call start` against callaudiod. routectl reads the new default back
+    before it exits. `pactl set-default-sink` exits once the server has taken the request; on
+    PulseAudio the sink is the default by then, on PipeWire only once WirePlumber has carried the
+    request out (~0.3 s of its CPU with 500 sinks), and until then every client, the script's next line
+    too, still sees the old default. The script's exit alone is printed beside it."""
     outputs = int(os.environ.get("BENCH_OUTPUTS", "500"))
     rounds = int(os.environ.get("BENCH_SET_ROUNDS", str(min(ROUNDS, 100))))
     with tempfile.TemporaryDirectory(prefix=f"routectl-bench-set-{kind}.") as directory:
         env = private_server(kind, directory)
+        subscribe = state = None
         try:
             subprocess.check_call([SERVER, "plug", directory, "speaker", "bench-speaker"], env=env)
             subprocess.check_call([SERVER, "plug", directory, "earpiece", "bench-earpiece"], env=env)
@@ -369,53 +377,81 @@ def set_bench(kind, limit):
                     sys.exit(f"make bench: {kind} did not bring up {outputs} sinks")
                 time.sleep(0.2)
             subprocess.check_call(["pactl", "set-default-sink", "bench-earpiece"], env=env)
+            subscribe, state = Reader(["pactl", "subscribe"], env), PulseState(env, ports=False)
+            time.sleep(0.3)  # pactl subscribe prints nothing when it is ready
 
-            def ours():
+            def until_shown(commands, sink):
+                """(the time until the commands have exited and the state check sees sink as the default,
+                the time until they have exited), from the start of the first; after the server has settled
+                (untimed), so that neither side pays for the other's after-work."""
+                try:
+                    subscribe.quiet(0.2, limit=10)
+                except TimeoutError as e:
+                    raise BenchFailed(f"set with {outputs} outputs: the {kind} server did not settle: {e}")
+                shown = Milestone(lambda now: now[1] == sink)
+                lines, exited, pending, failed = [], None, False, []
                 start = time.perf_counter()
-                subprocess.run([ROUTECTL, "set", "speaker", "--force"], env=env, stdout=subprocess.DEVNULL, check=True)
-                return time.perf_counter() - start
+                shown.since = start
 
-            def theirs():
-                start = time.perf_counter()
-                subprocess.run(["pactl", "-f", "json", "list", "sinks"], env=env, stdout=subprocess.DEVNULL, check=True)
-                subprocess.run(["pactl", "set-default-sink", "bench-earpiece"], env=env, stdout=subprocess.DEVNULL, check=True)
-                return time.perf_counter() - start
+                def run():  # its exit goes into the subscribe client's queue, so that one loop sees both in order
+                    for cmd in commands:
+                        done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                        if done.returncode != 0:
+                            failed.append(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()}")
+                            break
+                    subscribe.lines.put((time.perf_counter(), None))
 
-            def settled(sink):
-                """Untimed, after each side: until a new client sees the default that side chose. `pactl
-                set-default-sink` returns before PipeWire's policy (WirePlumber) has made the sink the
-                default, and that work (~0.3 s of WirePlumber's CPU with 500 sinks) would otherwise be
-                timed in the next `routectl set`, which reads the default back."""
-                deadline = time.time() + 10
-                while subprocess.check_output(["pactl", "get-default-sink"], env=env, text=True).strip() != sink:
-                    if time.time() > deadline:
-                        sys.exit(f"make bench: {kind} did not make {sink} the default")
-                    time.sleep(0.005)
+                threading.Thread(target=run, daemon=True).start()
+                while shown.at is None or exited is None:
+                    try:
+                        at, line = subscribe.lines.get(timeout=max(0.0, start + 10 - time.perf_counter()))
+                    except queue.Empty:
+                        raise BenchFailed(f"set with {outputs} outputs: {sink} was not the default 10 s after "
+                                          f"{' '.join(commands[-1])} began ({describe(state.read())})")
+                    if line is None:
+                        exited = at - start
+                        if failed:
+                            raise BenchFailed(failed[0])
+                    elif "'change' on server" in line:
+                        lines.append(at)
+                        pending = True
+                        shown.line(at)
+                    if pending and subscribe.lines.empty():
+                        pending = False
+                        began = time.perf_counter()
+                        shown.checked(state.read(), began, lines)
+                return max(exited, shown.at - start), exited
 
+            ours = ([ROUTECTL, "set", "speaker", "--force"],)
+            theirs = (["pactl", "-f", "json", "list", "sinks"], ["pactl", "set-default-sink", "bench-earpiece"])
             for _ in range(5):  # warm the page cache and the server
-                ours()
-                settled("bench-speaker")
-                theirs()
-                settled("bench-earpiece")
+                until_shown(ours, "bench-speaker")
+                until_shown(theirs, "bench-earpiece")
             a, b, c = [], [], []
             for _ in range(rounds):
-                a.append(ours())
-                settled("bench-speaker")
-                b.append(theirs())
-                start = time.perf_counter()
-                settled("bench-earpiece")
-                c.append(b[-1] + time.perf_counter() - start)
+                a.append(until_shown(ours, "bench-speaker")[0])
+                shown, exited = until_shown(theirs, "bench-earpiece")
+                b.append(shown)
+                c.append(exited)
             ratios = [x / y for x, y in zip(a, b)]
             ma, mb, mc, mr = statistics.median(a), statistics.median(b), statistics.median(c), statistics.median(ratios)
-            print(f"set with {outputs} outputs vs pactl -f json list sinks + pactl set-default-sink, {rounds} rounds")
+            print(f"set with {outputs} outputs vs pactl -f json list sinks + pactl set-default-sink, {rounds} rounds,"
+                  f" each until a client already connected sees its default")
             print(f"  {'routectl set speaker --force':<50} median {ma * 1000:6.2f} ms")
             print(f"  {'pactl -f json list sinks; pactl set-default-sink':<50} median {mb * 1000:6.2f} ms")
-            # routectl exits once the server reports the new default; the script exits before that.
-            print(f"  {'  ... until pactl get-default-sink shows it':<50} median {mc * 1000:6.2f} ms"
-                  f" (for reference: routectl {ma / mc:.2f}x this)")
+            print(f"  {'  ... until the second pactl exits':<50} median {mc * 1000:6.2f} ms"
+                  f" (for reference: routectl {statistics.median([x / y for x, y in zip(a, c)]):.2f}x this)")
             print(f"  ratio of medians {ma / mb:.2f}x, median ratio {mr:.2f}x (budget {limit:.2f}x): {verdict(mr <= limit)}")
             return mr <= limit
+        except BenchFailed as e:
+            FAILURES.append(str(e))
+            print(f"  could not measure: {e}")
+            return False
         finally:
+            if subscribe:
+                subscribe.stop()
+            if state:
+                state.close()
             subprocess.call([SERVER, "stop", directory])
 
 
@@ -521,13 +557,14 @@ def _libpulse():
 
 
 class PulseState:
-    """A card's active profile, the default sink and that sink's active port, read in one round trip."""
+    """A card's active profile, the default sink and that sink's active port, read in one round trip;
+    without a card, no profile, and without ports, the default sink alone."""
 
     # What libpulse reads while connecting (client.conf, the cookie): the private server's, never the user's.
     CLIENT_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "PULSE_SERVER", "PULSE_RUNTIME_PATH", "PULSE_COOKIE")
 
-    def __init__(self, env, card):
-        self.pa, self.card = _libpulse(), card.encode()
+    def __init__(self, env, card=None, ports=True):
+        self.pa, self.card, self.with_ports = _libpulse(), card and card.encode(), ports
         self.on_server, self.on_card, self.on_sink = (
             _PA_SERVER_CB(self._server), _PA_CARD_CB(self._card), _PA_SINK_CB(self._sink))
         saved = {key: os.environ.get(key) for key in self.CLIENT_ENV}
@@ -567,10 +604,13 @@ class PulseState:
 
     def read(self):
         """(profile, default sink, its active port); None for what is not there."""
-        self.left, self.default, self.profile, self.ports = 3, None, None, {}
-        for op in (self.pa.pa_context_get_server_info(self.ctx, self.on_server, None),
-                   self.pa.pa_context_get_card_info_by_name(self.ctx, self.card, self.on_card, None),
-                   self.pa.pa_context_get_sink_info_list(self.ctx, self.on_sink, None)):
+        ops = [self.pa.pa_context_get_server_info(self.ctx, self.on_server, None)]
+        if self.with_ports:
+            ops.append(self.pa.pa_context_get_sink_info_list(self.ctx, self.on_sink, None))
+        if self.card:
+            ops.append(self.pa.pa_context_get_card_info_by_name(self.ctx, self.card, self.on_card, None))
+        self.left, self.default, self.profile, self.ports = len(ops), None, None, {}
+        for op in ops:
             if not op:
                 raise BenchFailed("the state check lost its server")
             self.pa.pa_operation_unref(op)
