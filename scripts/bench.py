@@ -364,7 +364,7 @@ def set_bench(kind, limit):
     rounds = int(os.environ.get("BENCH_SET_ROUNDS", str(min(ROUNDS, 100))))
     with tempfile.TemporaryDirectory(prefix=f"routectl-bench-set-{kind}.") as directory:
         env = private_server(kind, directory)
-        subscribe = state = None
+        state = None
         try:
             subprocess.check_call([SERVER, "plug", directory, "speaker", "bench-speaker"], env=env)
             subprocess.check_call([SERVER, "plug", directory, "earpiece", "bench-earpiece"], env=env)
@@ -377,50 +377,51 @@ def set_bench(kind, limit):
                     sys.exit(f"make bench: {kind} did not bring up {outputs} sinks")
                 time.sleep(0.2)
             subprocess.check_call(["pactl", "set-default-sink", "bench-earpiece"], env=env)
-            subscribe, state = Reader(["pactl", "subscribe"], env), PulseState(env, ports=False)
-            time.sleep(0.3)  # pactl subscribe prints nothing when it is ready
+            state = PulseState(env, ports=False)
+            state.subscribe_server()
 
             def until_shown(commands, sink):
                 """(the time until the commands have exited and the state check sees sink as the default,
-                the time until they have exited), from the start of the first; after the server has settled
-                (untimed), so that neither side pays for the other's after-work."""
-                try:
-                    subscribe.quiet(0.2, limit=10)
-                except TimeoutError as e:
-                    raise BenchFailed(f"set with {outputs} outputs: the {kind} server did not settle: {e}")
-                shown = Milestone(lambda now: now[1] == sink)
-                lines, exited, pending, failed = [], None, False, []
+                the time until they have exited), from the start of the first; after the server has
+                settled (untimed: 0.2 s with no change told), so that neither side pays for the other's
+                after-work. The default is read on each change the state check's connection is told of;
+                the time it was seen is that of the first change told after the last read that did not
+                show it."""
+                state.quiet(0.2, limit=10)
+                exited, failed = [], []
                 start = time.perf_counter()
-                shown.since = start
 
-                def run():  # its exit goes into the subscribe client's queue, so that one loop sees both in order
+                def run():
                     for cmd in commands:
                         done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                         if done.returncode != 0:
                             failed.append(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()}")
                             break
-                    subscribe.lines.put((time.perf_counter(), None))
+                    exited.append(time.perf_counter() - start)
 
-                threading.Thread(target=run, daemon=True).start()
-                while shown.at is None or exited is None:
-                    try:
-                        at, line = subscribe.lines.get(timeout=max(0.0, start + 10 - time.perf_counter()))
-                    except queue.Empty:
+                child = threading.Thread(target=run, daemon=True)
+                child.start()
+                state.events.clear()
+                shown, not_yet = None, start
+                while shown is None:
+                    if time.perf_counter() > start + 10:
                         raise BenchFailed(f"set with {outputs} outputs: {sink} was not the default 10 s after "
-                                          f"{' '.join(commands[-1])} began ({describe(state.read())})")
-                    if line is None:
-                        exited = at - start
-                        if failed:
-                            raise BenchFailed(failed[0])
-                    elif "'change' on server" in line:
-                        lines.append(at)
-                        pending = True
-                        shown.line(at)
-                    if pending and subscribe.lines.empty():
-                        pending = False
-                        began = time.perf_counter()
-                        shown.checked(state.read(), began, lines)
-                return max(exited, shown.at - start), exited
+                                          f"{' '.join(commands[0])} began ({describe(state.read())})")
+                    if failed:
+                        raise BenchFailed(failed[0])
+                    state.wait(0.01)
+                    told = [at for at in state.events if at > not_yet]
+                    if not told:
+                        continue
+                    state.events.clear()
+                    if state.read()[1] == sink:
+                        shown = told[0] - start
+                    else:
+                        not_yet = state.answered
+                child.join(10)
+                if failed or not exited:
+                    raise BenchFailed(failed[0] if failed else f"{' '.join(commands[-1])} did not exit within 10 s")
+                return max(exited[0], shown), exited[0]
 
             ours = ([ROUTECTL, "set", "speaker", "--force"],)
             theirs = (["pactl", "-f", "json", "list", "sinks"], ["pactl", "set-default-sink", "bench-earpiece"])
@@ -448,8 +449,6 @@ def set_bench(kind, limit):
             print(f"  could not measure: {e}")
             return False
         finally:
-            if subscribe:
-                subscribe.stop()
             if state:
                 state.close()
             subprocess.call([SERVER, "stop", directory])
@@ -532,6 +531,8 @@ class _PaSinkInfo(ctypes.Structure):
 _PA_SERVER_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_PaServerInfo), ctypes.c_void_p)
 _PA_CARD_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_PaCardInfo), ctypes.c_int, ctypes.c_void_p)
 _PA_SINK_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_PaSinkInfo), ctypes.c_int, ctypes.c_void_p)
+_PA_SUBSCRIBE_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+_PA_SUCCESS_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 
 
 def _libpulse():
@@ -550,6 +551,11 @@ def _libpulse():
             ("pa_context_get_card_info_by_name", ctypes.c_void_p,
              [ctypes.c_void_p, ctypes.c_char_p, _PA_CARD_CB, ctypes.c_void_p]),
             ("pa_context_get_sink_info_list", ctypes.c_void_p, [ctypes.c_void_p, _PA_SINK_CB, ctypes.c_void_p]),
+            ("pa_context_set_subscribe_callback", None, [ctypes.c_void_p, _PA_SUBSCRIBE_CB, ctypes.c_void_p]),
+            ("pa_context_subscribe", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_uint32, _PA_SUCCESS_CB, ctypes.c_void_p]),
+            ("pa_mainloop_prepare", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+            ("pa_mainloop_poll", ctypes.c_int, [ctypes.c_void_p]),
+            ("pa_mainloop_dispatch", ctypes.c_int, [ctypes.c_void_p]),
             ("pa_operation_unref", None, [ctypes.c_void_p])):
         getattr(pa, name).restype = restype
         getattr(pa, name).argtypes = argtypes
@@ -585,6 +591,7 @@ class PulseState:
                     os.environ[key] = value
 
     def _server(self, ctx, info, userdata):
+        self.answered = time.perf_counter()  # events told after this one are not in the answer
         name = info.contents.default_sink_name if info else None
         self.default = name.decode() if name else None
         self.left -= 1
@@ -618,6 +625,44 @@ class PulseState:
             if self.pa.pa_mainloop_iterate(self.loop, 1, None) < 0:
                 raise BenchFailed("the state check lost its server")
         return self.profile, self.default, self.ports.get(self.default)
+
+    def subscribe_server(self):
+        """Notes the time of each change of the server's information (the default sink among it) this
+        connection is told of, in `events`. Told on the connection that reads, the change is in what
+        it reads next: pipewire-pulse keeps each client's own view of the default, and another
+        client may be told before this one's view has it."""
+        self.events = []
+        self.on_event = _PA_SUBSCRIBE_CB(lambda ctx, kind, index, userdata: self.events.append(time.perf_counter()))
+        self.on_subscribed = _PA_SUCCESS_CB(lambda ctx, ok, userdata: setattr(self, "subscribed", ok))
+        self.subscribed = None
+        self.pa.pa_context_set_subscribe_callback(self.ctx, self.on_event, None)
+        op = self.pa.pa_context_subscribe(self.ctx, 0x0080, self.on_subscribed, None)  # PA_SUBSCRIPTION_MASK_SERVER
+        if not op:
+            raise BenchFailed("the state check lost its server")
+        self.pa.pa_operation_unref(op)
+        while self.subscribed is None:
+            if self.pa.pa_mainloop_iterate(self.loop, 1, None) < 0:
+                raise BenchFailed("the state check lost its server")
+        if not self.subscribed:
+            raise BenchFailed("the state check could not subscribe to the server's changes")
+
+    def wait(self, seconds):
+        """Runs the connection's loop for at most `seconds` or until something comes."""
+        if (self.pa.pa_mainloop_prepare(self.loop, int(seconds * 1e6)) < 0 or self.pa.pa_mainloop_poll(self.loop) < 0
+                or self.pa.pa_mainloop_dispatch(self.loop) < 0):
+            raise BenchFailed("the state check lost its server")
+
+    def quiet(self, span, limit):
+        """Until the server has told of no change for `span` seconds (at most `limit`)."""
+        end = time.perf_counter() + limit
+        while time.perf_counter() < end:
+            self.events.clear()
+            quiet_until = time.perf_counter() + span
+            while not self.events and time.perf_counter() < quiet_until:
+                self.wait(quiet_until - time.perf_counter())
+            if not self.events:
+                return
+        raise BenchFailed(f"the server still told of changes after {limit:.0f} s")
 
     def close(self):
         self.pa.pa_context_disconnect(self.ctx)
