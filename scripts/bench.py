@@ -361,7 +361,7 @@ def set_bench(kind, limit):
     to the speaker, the script back to the earpiece, alternately. Its own server: no cards.
 
     Both sides are timed until they have exited and a client already connected sees the default they
-    chose, as DESIGN.md §7 times `call start` against callaudiod. routectl reads the new default back
+    chose, by analogy with how DESIGN.md §7 times `call start` against callaudiod. routectl reads the new default back
     before it exits. `pactl set-default-sink` exits once the server has taken the request; on
     PulseAudio the sink is the default by then, on PipeWire only once WirePlumber has carried the
     request out (~0.3 s of its CPU with 500 sinks), and until then every client, the script's next line
@@ -370,7 +370,7 @@ def set_bench(kind, limit):
     rounds = int(os.environ.get("BENCH_SET_ROUNDS", str(min(ROUNDS, 100))))
     with tempfile.TemporaryDirectory(prefix=f"routectl-bench-set-{kind}.") as directory:
         env = private_server(kind, directory)
-        state = None
+        checker = [None]  # the connection that judges: replaced when found stale
         try:
             subprocess.check_call([SERVER, "plug", directory, "speaker", "bench-speaker"], env=env)
             subprocess.check_call([SERVER, "plug", directory, "earpiece", "bench-earpiece"], env=env)
@@ -390,9 +390,8 @@ def set_bench(kind, limit):
                 if time.time() > deadline:
                     sys.exit(f"make bench: {kind} did not make bench-earpiece the default")
                 time.sleep(0.1)
-            state = PulseState(env, ports=False)
-            state.subscribe()
-            checker = [state]  # the connection that judges: replaced when found stale
+            checker[0] = PulseState(env, ports=False)
+            checker[0].subscribe()
 
             def until_shown(commands, sink):
                 """(the time until the commands have exited and the state check sees sink as the default,
@@ -489,7 +488,7 @@ def set_bench(kind, limit):
             print(f"  could not measure: {e}")
             return False
         finally:
-            if state:
+            if checker[0]:
                 checker[0].close()
             subprocess.call([SERVER, "stop", directory])
 
