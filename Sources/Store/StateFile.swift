@@ -148,15 +148,15 @@ public struct StateFile<Record: StateRecord>: Sendable {
     }
 
     /// Takes the file's lock (`NAME.lock` beside it), creating the directory if needed. Waits as long
-    /// as another holder keeps it, unless `LockWait.limit` bounds the wait in this process.
-    public func lock() throws(StateError) -> FileLock {
+    /// as another holder keeps it, unless `LockWait.limit` bounds the wait in this process; a bounded
+    /// take of the route lock (`isRouteLock`, the override's) says in `LockWait` how it went.
+    public func lock(isRouteLock: Bool = false) throws(StateError) -> FileLock {
         if let limit = LockWait.limit {
-            let routeLock = Record.self == OverrideRecord.self
             guard let lock = try lock(within: limit) else {
-                if routeLock { LockWait.ranOut = true }
+                if isRouteLock { LockWait.ranOut = true }
                 throw StateError(path: path + ".lock", problem: "held by another routectl" + (limit > 0 ? " for over \(JSON.number(limit)) s" : "") + " (stopped with Ctrl-Z?)")
             }
-            if routeLock { LockWait.took = true }
+            if isRouteLock { LockWait.took = true }
             return lock
         }
         try directory.prepare()

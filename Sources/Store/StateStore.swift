@@ -107,7 +107,7 @@ public struct StateStore: Sendable {
 
     /// The override's lock, which also serialises the commands that change the route.
     public func lockOverride() throws(StateError) -> FileLock {
-        try requireOverride().lock()
+        try requireOverride().lock(isRouteLock: true)
     }
 
     /// The override's lock, waited for at most `seconds`; nil when another holder kept it that long.
@@ -117,7 +117,7 @@ public struct StateStore: Sendable {
 
     @discardableResult
     public func withOverrideLock<T>(_ body: () throws(StateError) -> T) throws(StateError) -> T {
-        try requireOverride().withLock(body)
+        try lockOverride().hold(body)
     }
 
     // MARK: Intent
