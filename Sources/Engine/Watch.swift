@@ -644,11 +644,14 @@ public struct Watch {
                 return true
             }
         }
-        // routectl's own announced move (an intent being held) explains the change better than a prediction,
-        // as does its own card switch. A request that leads nowhere (watch --apply then reports the
-        // change as it is) holds nothing.
+        // routectl's own announced move (an intent being held, or one that explains this change: a
+        // command finished before this watcher's refetch) explains the change better than a
+        // prediction, as does its own card switch. (A `clear` onto another port of the card a jack of
+        // which was pulled a moment before looks to the rules like the server's answer to that
+        // departure.) A request that leads nowhere (watch --apply then reports the change as it is)
+        // holds nothing.
         if let request = decision.request, store.policyRunning, decision.reason != .restored, hold?.intent == nil,
-           !ownCardSwitch(change),
+           externalSet(change) == nil, !ownCardSwitch(change),
            decision.reason != .categoryChange || !ownMoveJustNow(away: change.previous.output),
            Self.leadsSomewhere(request, next, preferences) {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,

@@ -849,6 +849,33 @@ import Testing
                 "watch --apply running: \(policyRunning), the disconnect queued: \(queued)")
     }
 
+    /// A phone's headphones pulled, and under a second later `clear` moves the route from the speaker
+    /// to the earpiece in the call profile (the persistent default). This watcher, slower than the
+    /// command, sees the card's profile switch first (its sinks not yet replaced), then the earpiece: a move to another port of the card moments after one of its jacks was
+    /// pulled, which the rules alone would take for the server's answer to the departure. The clear
+    /// announced it: its route event is the clear's (override). (e2e-cards on PulseAudio, plain watch,
+    /// when `clear` finished before this watcher's first refetch.)
+    @Test(arguments: [false, true])
+    func aCommandsPortMoveJustAfterAJackWasPulledKeepsItsReason(policyRunning: Bool) throws {
+        let pulled = try fixture("sim/pulseaudio-phone")
+        let voiceCall = try fixture("sim/pulseaudio-phone-voicecall")
+        let hifi = "alsa_output.sim-phone.HiFi__hw_Phone__sink"
+        let plugged = pulled.jack(hifi, "[Out] Headphones", .available).routed(to: hifi, port: "[Out] Headphones")
+        var switched = pulled
+        switched.cards[0].activeProfile = "Voice Call"
+        let speaker = "alsa_card.sim-phone:[Out] Speaker", earpiece = "alsa_card.sim-phone:[Out] Earpiece"
+        let events = try watchScript(from: plugged, policyRunning: policyRunning) { store, t in [
+            // The jack pulled: the server takes the speaker, and watch --apply's answer is where it is.
+            intent(store, speaker, .oldDeviceUnavailable, at: t), .change(pulled),
+            intent(store, speaker, .oldDeviceUnavailable, at: t, done: true), .pass(0.8),
+            // `clear`, done before this watcher's refetch: the profile switch, then the earpiece port.
+            intent(store, earpiece, .override, at: t + 800), intent(store, earpiece, .override, at: t + 800, done: true),
+            .change(switched), .pass(0.001), .change(voiceCall), .pass(0.3),
+        ] }
+        #expect(routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable", "receiver (was speaker) override"],
+                "watch --apply running: \(policyRunning)")
+    }
+
     /// pipewire-pulse forwards no default change to a connected client while a new client connects
     /// (`refreshStaleDefaults`): this watcher sees the headset come but neither `watch --apply`'s move
     /// to it nor `set speaker --force`'s back, and nothing wakes it meanwhile. Then `set bluetooth`
