@@ -15,6 +15,7 @@ public final class PulseConnection {
     var changes = 0
     /// `changes` as it was when the last snapshot's requests were sent: a notification after that
     /// may not be in the snapshot, so it is still owed a refetch, even if it arrived during one.
+    /// (`snapshotWhenQuiet` also moves it on while it waits, and reads the server once after.)
     var consumed = 0
     var subscribed = false
     /// The last whole snapshot, while nothing has changed since (`latestSnapshot`).

@@ -82,16 +82,19 @@ extension PulseConnection {
 
     /// A snapshot of a server that has stopped changing: after a (re)start PipeWire brings its devices
     /// and WirePlumber its defaults up over a second or so, and re-applying the route in the middle of
-    /// that would be undone. Returns once `quiet` seconds pass with no notification, or at `limit`.
+    /// that would be undone. Waits without reading the server until `quiet` seconds pass with no
+    /// notification (nor work of an attached loop source), `limit` runs out or a stop is requested;
+    /// then reads it once. A refetch on each burst on the way would be the server's time too, taken
+    /// from the very burst being waited out (pipewire-pulse answers requests on the thread that takes
+    /// WirePlumber's changes in, a phone's call profile among them).
     public func snapshotWhenQuiet(timeout: Double, quiet: Double = 0.3, limit: Double = 3) throws(PulseError) -> Snapshot {
         let end = Deadline(seconds: limit)
-        var snapshot = try self.snapshot(timeout: timeout)
         while end.remainingMicroseconds > 0 {
+            consumed = changes
             let window = min(quiet, Double(end.remainingMicroseconds) / 1e6)
             guard try waitForChanges(timeout: window) else { break }
-            snapshot = try self.snapshot(timeout: timeout)
         }
-        return snapshot
+        return try snapshot(timeout: timeout)
     }
 
     /// pipewire-pulse keeps one copy of PipeWire's default metadata per client, and PipeWire 0.3.65

@@ -22,7 +22,12 @@ enum WaitCommand {
                     // HDMI output for a millisecond, on a jack of the laptop): the route counts once
                     // the server has been quiet on it a moment, as `watch` reports it.
                     let limit = min(RouteHold.departureWindow, deadline.map { max(0, $0 - Clock.monotonicSeconds()) } ?? .infinity)
-                    status = Status(snapshot: try connection.snapshotWhenQuiet(timeout: options.timeout, quiet: RouteHold.quiet, limit: limit))
+                    do {
+                        status = Status(snapshot: try connection.snapshotWhenQuiet(timeout: options.timeout, quiet: RouteHold.quiet, limit: limit))
+                    } catch where connection.shouldStop {
+                        // Interrupted while it waited: its read of the server after is not the answer.
+                        return .interrupted
+                    }
                     if connection.shouldStop { return .interrupted }
                     // pipewire-pulse may not have passed the move on to this connection (a client
                     // connecting at that moment): a fresh one is asked before the route counts.
