@@ -644,21 +644,26 @@ public struct Watch {
                 return true
             }
         }
-        // routectl's own announced move (an intent being held, or one that explains this change: a
-        // command finished before this watcher's refetch) explains the change better than a
-        // prediction, as does its own card switch. (A `clear` onto another port of the card a jack of
-        // which was pulled a moment before looks to the rules like the server's answer to that
-        // departure.) A request that leads nowhere (watch --apply then reports the change as it is)
-        // holds nothing.
+        // routectl's own announced move (an intent being held) explains the change better than a prediction,
+        // as does its own card switch. A request that leads nowhere (watch --apply then reports the
+        // change as it is) holds nothing.
         if let request = decision.request, store.policyRunning, decision.reason != .restored, hold?.intent == nil,
-           externalSet(change) == nil, !ownCardSwitch(change),
+           !ownCardSwitch(change),
            decision.reason != .categoryChange || !ownMoveJustNow(away: change.previous.output),
            Self.leadsSomewhere(request, next, preferences) {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
             held.inCall = preferences.inCall
-            held.note(arrived: held.isDone(next), at: clocks.monotonic())
-            hold = held
+            let arrived = held.isDone(next)
+            // Nor does a move a command announced (finished before this watcher's refetch) that already
+            // stands where the rules would put it: the prediction would only lend it the rules' reason.
+            // (A `clear` onto another port of a card a jack of which was pulled a moment before looks to
+            // the rules like the server's answer to that departure.) Where the rules move on from it
+            // (a device that came in the same refetch), watch --apply reports one move, and so does this.
+            if !arrived || externalSet(change) == nil {
+                held.note(arrived: arrived, at: clocks.monotonic())
+                hold = held
+            }
         }
         if let endedHold { return reportRoute(change.current, reason: endedHold) }
         guard let reason = reason ?? hold?.reason else { return true }

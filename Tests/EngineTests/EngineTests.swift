@@ -850,8 +850,9 @@ import Testing
     }
 
     /// A phone's headphones pulled, and under a second later `clear` moves the route from the speaker
-    /// to the earpiece in the call profile (the persistent default). This watcher, slower than the
-    /// command, sees the card's profile switch first (its sinks not yet replaced), then the earpiece: a move to another port of the card moments after one of its jacks was
+    /// to the earpiece in the call profile (the persistent default, set meanwhile). This watcher,
+    /// slower than the command, sees the card's profile switch first (its sinks not yet replaced),
+    /// then the earpiece: a move to another port of the card moments after one of its jacks was
     /// pulled, which the rules alone would take for the server's answer to the departure. The clear
     /// announced it: its route event is the clear's (override). (e2e-cards on PulseAudio, plain watch,
     /// when `clear` finished before this watcher's first refetch.)
@@ -868,12 +869,46 @@ import Testing
             // The jack pulled: the server takes the speaker, and watch --apply's answer is where it is.
             intent(store, speaker, .oldDeviceUnavailable, at: t), .change(pulled),
             intent(store, speaker, .oldDeviceUnavailable, at: t, done: true), .pass(0.8),
-            // `clear`, done before this watcher's refetch: the profile switch, then the earpiece port.
-            intent(store, earpiece, .override, at: t + 800), intent(store, earpiece, .override, at: t + 800, done: true),
+            // `default earpiece`, then `clear`, done before this watcher's refetch: the profile switch,
+            // then the earpiece port.
+            .run { store.preferencesValue.defaultTarget = .earpiece }, intent(store, earpiece, .override, at: t + 800), intent(store, earpiece, .override, at: t + 800, done: true),
             .change(switched), .pass(0.001), .change(voiceCall), .pass(0.3),
         ] }
         #expect(routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable", "receiver (was speaker) override"],
                 "watch --apply running: \(policyRunning)")
+    }
+
+    /// `clear` moves the route from the speaker (an override) to the plugged headphones, and a USB
+    /// headset arrives in the same refetch, the server's default staying on the headphones: the rules
+    /// move on to the headset (rule 1). `watch --apply`, waiting on the route lock for the clear, sees
+    /// both in one change and reports one move; so does plain watch, whose prediction of that move
+    /// holds the clear's route event although the clear announced it.
+    @Test(arguments: [false, true])
+    func aCommandsMoveTheRulesMoveOnFromIsOneRouteEvent(apply: Bool) throws {
+        let usbCard = "alsa_card.sim-usb-headset", usb = "alsa_output.sim-usb-headset.analog-stereo"
+        let base = try fixture("sim/pulseaudio-all").without(["alsa_card.sim-phone", "alsa_card.sim-hdmi"])
+            .jack(laptop, "analog-output-headphones", .available)
+        let start = base.without([usbCard]).routed(to: laptop, port: "analog-output-speaker")
+        let cleared = base.routed(to: laptop, port: "analog-output-headphones")
+        let phones = try #require(Status(snapshot: cleared).output?.id)
+        let headset = try #require(Status(snapshot: cleared.routed(to: usb)).output?.id)
+        let clock = ManualClock()
+        let store = FakeStore()
+        store.record = OverrideRecord(target: .speaker, setAt: 0, externals: [phones])
+        store.policyRunning = !apply
+        let server = FakeServer(start)
+        server.clock = clock
+        let t = clock.clocks.wallMilliseconds()
+        // The clear, finished before the watchers' refetch.
+        server.script = [intent(store, phones, .override, at: t), .run { store.record = nil },
+                         intent(store, phones, .override, at: t, done: true), .change(cleared)]
+            // Plain watch: watch --apply's answer, as another process makes it.
+            + (apply ? [] : [intent(store, headset, .newDeviceAvailable, at: t + 10), .change(cleared.routed(to: usb)),
+                             intent(store, headset, .newDeviceAvailable, at: t + 10, done: true)])
+            + [.pass(0.3)]
+        let events = try run(server, store, apply: apply, clock: clock)
+        #expect(routes(events) == ["speaker initial", "headset (was speaker) new-device-available"], "apply: \(apply)")
+        #expect(Status(snapshot: server.current).output?.id == headset, "apply: \(apply)")
     }
 
     /// pipewire-pulse forwards no default change to a connected client while a new client connects
