@@ -180,13 +180,15 @@ def interval(ours, theirs, statistic, level=0.95, draws=2000):
     for _ in range(draws):
         sample = [pairs[rng.randrange(len(pairs))] for _ in pairs]
         values.append(statistic([a for a, _ in sample], [b for _, b in sample]))
-    values.sort()
+    values = sorted(v for v in values if v == v)  # a draw with no time on a side has no ratio (nan)
     tail = (1 - level) / 2
-    return values[int(tail * draws)], values[int((1 - tail) * draws) - 1]
+    return values[int(tail * len(values))], values[int((1 - tail) * len(values)) - 1]
 
 
 def ratio_of_medians(a, b):
-    return statistics.median(a) / statistics.median(b)
+    """Of the rounds each side has a time for (a call round can miss its earpiece): as the verdict takes it."""
+    a, b = [x for x in a if x is not None], [y for y in b if y is not None]
+    return statistics.median(a) / statistics.median(b) if a and b else float("nan")
 
 
 def median_ratio(a, b):
@@ -915,7 +917,11 @@ def call_reset(side):
     # while another client connected): a fresh connection says what the server shows. Its view
     # replaces the stale one; the bench says so.
     fresh = PulseState(side.env, PHONE)
-    shown = fresh.read()
+    try:
+        shown = fresh.read()
+    except BaseException:
+        fresh.close()
+        raise
     if reset(shown):
         side.state.close()
         side.state = fresh
@@ -1049,10 +1055,8 @@ def call_report(kind, sides, limit):
             continue
         ours, theirs = (statistics.median(r["profile"] for r in s.runs) for s in (side, reference))
         print(f"  {side.name}: ratio of medians to the call profile {ours / theirs:.2f}x (for information)")
-        kept = [(a["earpiece"], b["earpiece"]) for a, b in zip(side.runs, reference.runs)
-                if a["earpiece"] is not None and b["earpiece"] is not None]
         ours, theirs = (statistics.median(r["earpiece"] for r in s.runs if r["earpiece"] is not None) for s in (side, reference))
-        spread = interval([a for a, _ in kept], [b for _, b in kept], ratio_of_medians)
+        spread = interval([r["earpiece"] for r in side.runs], [r["earpiece"] for r in reference.runs], ratio_of_medians)
         print(f"  {side.name}: ratio of medians to the earpiece {ours / theirs:.3f}x (budget {limit:.2f}x): "
               f"{resolution(ours / theirs, spread, limit)}")
         met = met and ours / theirs <= limit
