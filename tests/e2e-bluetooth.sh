@@ -193,6 +193,9 @@ disconnect "$b_addr"
 settle
 ms() { local h m sec; IFS=: read -r h m sec <<<"$1"; echo $(( (10#$h * 3600 + 10#$m * 60) * 1000 + 10#${sec%.*} * 1000 + 10#${sec#*.} )); }
 for delay in 0 0.02 0.05 0.1 0.2; do
+	# Where this round's lines begin in each file, the connect and the set speaker included: a
+	# failure shows them (plain watch once named a set's move after the connect's, in CI).
+	round_watch=$(wc -l <"$watch") round_apply=$(wc -l <"$apply")
 	connect "$a_addr" "$a_name" a2dp+hfp 2>/dev/null || connect "$a_addr" "$a_name" a2dp+hfp
 	settle
 	rc set speaker --force >/dev/null
@@ -246,7 +249,8 @@ for delay in 0 0.02 0.05 0.1 0.2; do
 			got=$(since "$file" route)
 			if [ "$got" = "$pair" ] || [ -z "$got" ]; then ok "$label: $(mode "$file") reports the move and the fallback, or a burst held both"; else
 				not_ok "$label: $(mode "$file") reports the route routectl printed and the fallback" "expected: $pair" "(or nothing)" "actual: $got" \
-					"every line since (with its time stamp):" "$(tail -n +"$(( $([ "$file" = "$watch" ] && echo "$mark_watch" || echo "$mark_apply") + 1 ))" "$file" | sed 's/^/  /')"
+					"every line of this round, from its connect (with its time stamp):" \
+					"$(tail -n +"$(( $([ "$file" = "$watch" ] && echo "$round_watch" || echo "$round_apply") + 1 ))" "$file" | sed 's/^/  /')"
 			fi
 		done
 	fi
