@@ -871,7 +871,8 @@ import Testing
             intent(store, speaker, .oldDeviceUnavailable, at: t, done: true), .pass(0.8),
             // `default earpiece`, then `clear`, done before this watcher's refetch: the profile switch,
             // then the earpiece port.
-            .run { store.preferencesValue.defaultTarget = .earpiece }, intent(store, earpiece, .override, at: t + 800), intent(store, earpiece, .override, at: t + 800, done: true),
+            .run { store.preferencesValue.defaultTarget = .earpiece },
+            intent(store, earpiece, .override, at: t + 800), intent(store, earpiece, .override, at: t + 800, done: true),
             .change(switched), .pass(0.001), .change(voiceCall), .pass(0.3),
         ] }
         #expect(routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable", "receiver (was speaker) override"],
