@@ -101,8 +101,7 @@ def compare(name, ours, theirs, budget, env):
     for _ in range(ROUNDS):
         a.append(wall(ours, env))
         b.append(wall(theirs, env))
-    ratios = [x / y for x, y in zip(a, b)]
-    ma, mb, mr = statistics.median(a), statistics.median(b), statistics.median(ratios)
+    ma, mb, mr = statistics.median(a), statistics.median(b), median_ratio(a, b)
     print(f"{name}")
     print(f"  {' '.join(os.path.basename(ours[0]) if i == 0 else w for i, w in enumerate(ours)):<34} median {ma * 1000:6.2f} ms")
     print(f"  {' '.join(theirs):<34} median {mb * 1000:6.2f} ms")
@@ -472,16 +471,14 @@ def set_bench(kind, limit):
                             # no change of the default to a connection while another client connects
                             # (routectl's `refreshStaleDefaults`), so a connection of its own is asked
                             # too, and the default, if there, dated by its answer: against that side.
-                            fresh = PulseState(env, ports=False)
-                            if fresh.read()[1] == sink:
+                            fresh, _ = PulseState.fresh_view(env, lambda now: now[1] == sink, ports=False)
+                            if fresh:
                                 shown, asked[0] = fresh.answered - start, asked[0] + 1
                                 # The judge's own view is stale until the next change: it would see the
                                 # next side's default at once. The fresh connection judges from now on.
                                 checker[0].close()
                                 checker[0] = fresh
                                 fresh.subscribe()
-                            else:
-                                fresh.close()
                             last = time.perf_counter()
                         else:
                             checker[0].wait(0.01)
@@ -505,8 +502,7 @@ def set_bench(kind, limit):
                 shown, exited = until_shown(theirs, "bench-earpiece")
                 b.append(shown)
                 c.append(exited)
-            ratios = [x / y for x, y in zip(a, b)]
-            ma, mb, mc, mr = statistics.median(a), statistics.median(b), statistics.median(c), statistics.median(ratios)
+            ma, mb, mc, mr = statistics.median(a), statistics.median(b), statistics.median(c), median_ratio(a, b)
             print(f"set with {outputs} outputs vs pactl -f json list sinks + pactl set-default-sink, {rounds} rounds,"
                   f" each until a client already connected sees its default")
             print(f"  {'routectl set speaker --force':<50} median {ma * 1000:6.2f} ms")
@@ -701,6 +697,22 @@ class PulseState:
             if self.pa.pa_mainloop_iterate(self.loop, 1, None) < 0:
                 raise BenchFailed("the state check lost its server")
         return self.profile, self.default, self.ports.get(self.default)
+
+    @classmethod
+    def fresh_view(cls, env, shows, card=None, ports=True):
+        """(a new connection, what it read) when what it reads is what `shows` wants: the caller replaces
+        its own connection, whose view pipewire-pulse can leave behind, with it. Otherwise (None, what
+        it read), the new one closed, as it is if its read fails."""
+        fresh = cls(env, card, ports)
+        try:
+            now = fresh.read()
+        except BaseException:
+            fresh.close()
+            raise
+        if shows(now):
+            return fresh, now
+        fresh.close()
+        return None, now
 
     def subscribe(self):
         """Notes each change this connection is told of, of any kind, in `events`: (time, whether it is
@@ -916,19 +928,13 @@ def call_reset(side):
     # pipewire-pulse can leave a connected client's view behind for good (a change it was not told
     # while another client connected): a fresh connection says what the server shows. Its view
     # replaces the stale one; the bench says so.
-    fresh = PulseState(side.env, PHONE)
-    try:
-        shown = fresh.read()
-    except BaseException:
-        fresh.close()
-        raise
-    if reset(shown):
+    fresh, shown = PulseState.fresh_view(side.env, reset, PHONE)
+    if fresh:
         side.state.close()
         side.state = fresh
         print(f"  NOTE: {side.who}: the state check's connection still showed {describe(now)} 5 s after "
               f"{' '.join(side.end)}; a fresh one showed the phone back: it replaces it")
         return
-    fresh.close()
     raise BenchFailed(f"{side.who}: {' '.join(side.end)} did not bring the phone back to HiFi on the speaker: "
                       f"{describe(shown)} (a fresh connection; the state check's showed {describe(now)})")
 
@@ -1055,11 +1061,11 @@ def call_report(kind, sides, limit):
             continue
         ours, theirs = (statistics.median(r["profile"] for r in s.runs) for s in (side, reference))
         print(f"  {side.name}: ratio of medians to the call profile {ours / theirs:.2f}x (for information)")
-        ours, theirs = (statistics.median(r["earpiece"] for r in s.runs if r["earpiece"] is not None) for s in (side, reference))
-        spread = interval([r["earpiece"] for r in side.runs], [r["earpiece"] for r in reference.runs], ratio_of_medians)
-        print(f"  {side.name}: ratio of medians to the earpiece {ours / theirs:.3f}x (budget {limit:.2f}x): "
-              f"{resolution(ours / theirs, spread, limit)}")
-        met = met and ours / theirs <= limit
+        ours, theirs = ([r["earpiece"] for r in s.runs] for s in (side, reference))
+        ratio = ratio_of_medians(ours, theirs)
+        print(f"  {side.name}: ratio of medians to the earpiece {ratio:.3f}x (budget {limit:.2f}x): "
+              f"{resolution(ratio, interval(ours, theirs, ratio_of_medians), limit)}")
+        met = met and ratio <= limit
     return met
 
 
