@@ -78,6 +78,17 @@ import Testing
         }
     }
 
+    /// Digits are written by hand, the sign apart: the extremes, zero and a value of each length.
+    @Test func integersAreWrittenAsSwiftPrintsThem() throws {
+        let values: [Int64] = [0, 7, -7, 10, -10, 1_733_520_000_123, .max, .min, .min + 1]
+        for v in values {
+            #expect(JSON.int(v).text == String(v))
+        }
+        #expect(JSON.array(values.map(JSON.int)).text == "[" + values.map { String($0) }.joined(separator: ",") + "]")
+        #expect(JSON.object([("a", .int(-1)), ("b", .double(0.5)), ("c", .double(.nan)), ("d", .null)]).text
+            == #"{"a":-1,"b":0.5,"c":null,"d":null}"#)
+    }
+
     @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "tru", "\"abc", "1 2", "{\"a\":1,}", "\"\\x\""])
     func rejectsMalformed(text: String) {
         #expect(throws: JSONError.self) { try JSON.parse(text) }
