@@ -241,9 +241,16 @@ public struct StateFile<Record: StateRecord>: Sendable {
     static func memberGivenTwice(in json: JSON) -> String? {
         switch json {
         case let .object(members):
-            var seen = Set<String>()
-            for (name, value) in members {
-                if !seen.insert(name).inserted { return name }
+            // The names compared pairwise: a state file's objects have a few members, and hashing
+            // each name into a set cost half of reading the file (callgrind). A file that someone
+            // made huge (the read is capped) gets the set.
+            var seen = members.count > 32 ? Set<String>() : nil
+            for (i, (name, value)) in members.enumerated() {
+                if seen != nil {
+                    if !seen!.insert(name).inserted { return name }
+                } else if members[..<i].contains(where: { $0.0 == name }) {
+                    return name
+                }
                 if let inner = memberGivenTwice(in: value) { return inner }
             }
         case let .array(items):

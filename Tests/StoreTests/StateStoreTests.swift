@@ -240,6 +240,10 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
             let store = StateStore(stateHome: dir, runtimeDir: dir)
             for (text, problem) in [(#"{"version":1,"default":"earpiece","default":"speaker"}"#, "member 'default' is given twice"),
                                     (#"{"version":1,"priority":[{"a":1,"a":2}]}"#, "member 'a' is given twice"),
+                                    (#"{"version":1,"later":{"b":1,"c":2,"b":3}}"#, "member 'b' is given twice"),
+                                    // Past 32 members the names go into a set: the same answer.
+                                    ("{\"version\":1," + (0..<40).map { "\"k\($0)\":\($0)," }.joined() + "\"k7\":0}",
+                                     "member 'k7' is given twice"),
                                     (#"{"version":"1","default":"earpiece"}"#, "version: expected an integer"),
                                     (#"{"version":1.0,"default":"earpiece"}"#, "version: expected an integer"),
                                     (#"{"version":1,"priority":["bt",""]}"#, "priority[1]: a malformed id"),
