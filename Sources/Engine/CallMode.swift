@@ -99,7 +99,7 @@ public struct CallMode {
                 // A re-apply that failed leaves the call as it was (its speaker flag too).
                 try? store.saveCall(existing)
             } else {
-                _ = try? end(timeout: timeout)
+                do { _ = try end(timeout: timeout) } catch { abandon(record) }
             }
             throw error
         }
@@ -153,6 +153,20 @@ public struct CallMode {
         } catch {
             throw .server(error)
         }
+    }
+
+    /// A new call whose start failed and could not be undone either (the server went away on the
+    /// way): it failed, so no call stays on record (`call status`, `watch --apply` and the D-Bus
+    /// properties agree there is none). What it may have changed is kept as for a card that leaves
+    /// during a call: the cards are owed their profiles from before it (`watch --apply` puts back a
+    /// card the returning server gives the call's profile; the next `call start` records them as the
+    /// ones to restore), and the override it set aside comes back. call.json goes last.
+    func abandon(_ record: CallRecord) {
+        store.updateOwedProfiles { current in
+            record.profiles + current.filter { owed in !record.profiles.contains { $0.card == owed.card } }
+        }
+        if let override = record.override { try? store.replaceOverride(override) }
+        try? store.removeCall()
     }
 
     /// Says in `call.json` that the call's route is applied (watchers report the call from then on).

@@ -1049,6 +1049,10 @@ public struct Watch {
             snapshot = fresh
             let freshStatus = Status(snapshot: fresh)
             policy = PolicyState(status: freshStatus)
+            // A server back from a restart may give a card the call profile it remembers, one a
+            // card is owed its profile from before (a call start that failed as the server went):
+            // looked at as when watch --apply starts.
+            owedCheck = apply
             if apply {
                 clearStaleOverride(freshStatus)
                 do {

@@ -114,6 +114,28 @@ import Testing
         #expect(server.current.cards.first?.activeProfile == "HiFi")
     }
 
+    /// The server goes away during `call start` (its profile switch), so the failure cannot be undone
+    /// either: the call failed, and none stays on record. The phone is owed its profile from before
+    /// (the returning server may give it back Voice Call; `watch --apply` puts HiFi back then), and
+    /// the override the call set aside is back. A later `call end` has nothing to end.
+    @Test func aCallStartTheServerLeftDuringLeavesNoCallBehind() throws {
+        let server = try phoneServer()
+        server.dieDuringApply = true
+        let store = FakeStore()
+        let override = OverrideRecord(target: .speaker, setAt: 5, externals: [])
+        store.record = override
+        store.owed = [CallRecord.CardProfile(card: "bluez_card.AA", profile: "a2dp_sink")]
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        #expect(throws: EngineError.self) { _ = try mode.start(speaker: false, timeout: 1) }
+        #expect(store.callSaves.map(\.applied) == [false], "recorded before the switch, as always")
+        #expect(store.call == nil)
+        #expect(store.owed == [CallRecord.CardProfile(card: phone, profile: "HiFi"),
+                               CallRecord.CardProfile(card: "bluez_card.AA", profile: "a2dp_sink")])
+        #expect(store.record == override)
+        try server.reconnect(timeout: 1)
+        #expect(try mode.end(timeout: 1) == nil)
+    }
+
     /// The user picked the laptop's microphone over the preferred USB headset's (with pactl): the call
     /// takes the headset's, and its end gives the laptop's back, as it was. A device that came or went
     /// during the call lets the preferred one stand, as the route goes by the rules then.

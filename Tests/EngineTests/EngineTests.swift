@@ -612,6 +612,28 @@ import Testing
         #expect(events.map(\.type) == ["route", "interrupted", "recovered"])
     }
 
+    /// A `call start` the server left during leaves the phone owed HiFi (`CallMode.abandon`); the server
+    /// comes back with it in Voice Call (PulseAudio's card-restore remembers a switch it made just
+    /// before it went): watch --apply gives HiFi back as it recovers, with no call on.
+    @Test func aProfileOwedAsTheServerWentIsPaidWhenItComesBack() throws {
+        let voiceCall = try fixture("sim/pulseaudio-phone-voicecall")
+        let hifi = try fixture("sim/pulseaudio-phone")
+        let server = FakeServer(hifi)
+        server.profiles["alsa_card.sim-phone/HiFi"] = hifi
+        let store = FakeStore()
+        // Owed once the watcher has looked at what was owed as it started (nothing), as the failed
+        // start leaves it: the watcher need not have seen its call.json come and go.
+        server.script = [.timeout, .run {
+            store.owed = [CallRecord.CardProfile(card: "alsa_card.sim-phone", profile: "HiFi")]
+            server.current = voiceCall
+        }, .disconnect]
+        let events = try run(server, store, apply: true)
+        #expect(server.applied.contains([.setCardProfile(card: "alsa_card.sim-phone", profile: "HiFi")]))
+        #expect(server.current.cards.first?.activeProfile == "HiFi")
+        #expect(store.owed.isEmpty)
+        #expect(events.map(\.type).prefix(3) == ["route", "interrupted", "recovered"])
+    }
+
     /// The server restarted during a call and came back with the phone in HiFi: watch --apply puts the
     /// call's route back, and its intent says `call`, so that plain `watch` beside it reports the move
     /// with the reason the call has (not `override`).
