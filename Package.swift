@@ -14,10 +14,12 @@ let package = Package(
         // Headers only, as CPulse: <systemd/sd-bus.h> and the two vtables Swift cannot build from
         // sd-bus's macros; links libsystemd (apt: libsystemd-dev).
         .systemLibrary(name: "CSystemd"),
+        // Headers only, no library: gettid(2) for Store's bounded lock wait.
+        .systemLibrary(name: "CThread"),
         // The model, the classifier and the policy: pure Swift, no C, no file I/O, no printing.
         .target(name: "Routing"),
         // The state files: atomic writes, locks, permissions, bounded reads. Glibc lives here, not in Routing.
-        .target(name: "Store", dependencies: ["Routing"]),
+        .target(name: "Store", dependencies: ["Routing", "CThread"]),
         // The libpulse adapter: the only importer of CPulse.
         .target(name: "Pulse", dependencies: ["CPulse", "Routing"]),
         // The orchestration every command shares, written against AudioServer and PreferenceStore.

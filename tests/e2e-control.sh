@@ -188,6 +188,33 @@ expect_match "concurrent: state.json valid" '^(speaker|earpiece)$' "$(json_get d
 expect_match "concurrent: override.json valid" '^(speaker|earpiece)$' "$(json_get override <"$override")"
 expect_eq "concurrent: no temporary files left" "" "$(ls -A "$XDG_STATE_HOME/routectl" "$XDG_RUNTIME_DIR/routectl" | grep '^\.' || true)"
 
+echo "-- a route lock another routectl keeps (stopped with Ctrl-Z): set waits twice --timeout, then fails"
+lockfile=$XDG_RUNTIME_DIR/routectl/override.json.lock
+before=$(cat "$override" 2>/dev/null || echo none)
+# (-o: flock's own lock, let go as it is killed.)
+flock -o "$lockfile" sleep 30 &
+locker=$!
+wait_for "the route lock held" sh -c "! flock -n '$lockfile' true"
+began=$(date +%s%3N)
+run_rc rc --timeout 1 set speaker --force
+took=$(( $(date +%s%3N) - began ))
+expect_rc "set behind a stuck lock: exit 1" 1
+expect_eq "set behind a stuck lock: the error names the lock" \
+	"routectl: $lockfile: held by another routectl for over 6 s (stopped with Ctrl-Z?)" "$err"
+expect_eq "set behind a stuck lock: it waited 6 s (twice --timeout, at least 6 s), not for good" yes \
+	"$([ "$took" -ge 6000 ] && [ "$took" -lt 9000 ] && echo yes || echo "no: $took ms")"
+expect_eq "set behind a stuck lock: the override as it was" "$before" "$(cat "$override" 2>/dev/null || echo none)"
+# The holder lets go during the wait: the command goes at once.
+( sleep 1; kill "$locker" ) &
+letgo=$!
+began=$(date +%s%3N)
+run_rc rc --timeout 1 set speaker --force
+took=$(( $(date +%s%3N) - began ))
+expect_rc "set behind a lock let go after 1 s: exit 0" 0
+expect_eq "set behind a lock let go after 1 s: done as it was free" yes \
+	"$([ "$took" -ge 900 ] && [ "$took" -lt 3000 ] && echo yes || echo "no: $took ms")"
+wait "$letgo" "$locker" 2>/dev/null || true
+
 echo "-- Ctrl-C while set or clear changes the route: carried through, and said"
 # The signal goes the moment the intent appears (written once connected, before the server is asked),
 # so it lands mid-change; a change that never comes sends none, and the check fails.

@@ -1006,7 +1006,10 @@ public struct Watch {
 
     /// How long the watcher waits for the route lock: longer than a command holds it when the server
     /// is slow (each of its read-backs is bounded by the timeout, at least 3 s).
-    var lockPatience: Double { 2 * max(timeout, 3) }
+    var lockPatience: Double { Self.lockPatience(timeout: timeout) }
+
+    /// As long as a one-shot command waits for a lock another routectl holds, too.
+    public static func lockPatience(timeout: Double) -> Double { 2 * max(timeout, 3) }
 
     /// Carries out the D-Bus requests received. Each waits for the route lock as the watcher does, at
     /// most 20 s (a D-Bus call's own limit is 25 s), and not at all while the lock is overdue; one

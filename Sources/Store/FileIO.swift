@@ -1,3 +1,4 @@
+import CThread
 import Glibc
 
 /// A failed file operation: the path, the system's errno, and what went wrong in words.
@@ -193,6 +194,73 @@ public final class FileLock {
             close(fd)
             throw FileError(path: path, errno: e)
         }
+    }
+
+    private init(locked fd: Int32) { self.fd = fd }
+
+    /// The lock, waited for at most `seconds`; nil when another holder kept it that long. The wait
+    /// is a blocked flock(2), not a poll (a waiting command or watcher costs no wakeups, and goes the
+    /// moment the holder lets go): a timer of this thread's own (SIGEV_THREAD_ID) sends it SIGALRM,
+    /// caught by a handler that does nothing, which ends the wait; it ticks again every 50 ms should
+    /// the first come before the wait began.
+    public static func take(_ path: String, within seconds: Double) throws(FileError) -> FileLock? {
+        let fd = Syscall.retrying { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600) }
+        guard fd >= 0 else { throw FileError.opening(path, followLinks: false) }
+        do {
+            _ = try FileIO.requireRegularFile(fd, path)
+        } catch {
+            close(fd)
+            throw error
+        }
+        var result = Syscall.retrying { flock(fd, LOCK_EX | LOCK_NB) }
+        if result != 0, errno == EWOULDBLOCK, seconds > 0 {
+            let deadline = Clock.monotonicSeconds() + seconds
+            var handler = sigaction()
+            handler.__sigaction_handler.sa_handler = { _ in }
+            sigemptyset(&handler.sa_mask)
+            handler.sa_flags = 0  // no SA_RESTART: the tick ends the wait with EINTR
+            var previous = sigaction()
+            sigaction(SIGALRM, &handler, &previous)
+            // A thread that blocks signals (a Dispatch worker's) would never see the tick.
+            var alarm = sigset_t(), mask = sigset_t()
+            sigemptyset(&alarm)
+            sigaddset(&alarm, SIGALRM)
+            pthread_sigmask(SIG_UNBLOCK, &alarm, &mask)
+            var event = sigevent()
+            event.sigev_notify = Int32(SIGEV_THREAD_ID)
+            event.sigev_signo = SIGALRM
+            var timer: timer_t?
+            event._sigev_un._tid = routectl_gettid()
+            if timer_create(CLOCK_MONOTONIC, &event, &timer) == 0 {
+                let whole = Int(seconds), nanos = Int((seconds - Double(whole)) * 1e9)
+                var when = itimerspec(it_interval: timespec(tv_sec: 0, tv_nsec: 50_000_000),
+                                      it_value: timespec(tv_sec: whole, tv_nsec: max(nanos, whole == 0 ? 1 : 0)))
+                timer_settime(timer, 0, &when, nil)
+                repeat {
+                    result = flock(fd, LOCK_EX)
+                } while result != 0 && errno == EINTR && Clock.monotonicSeconds() < deadline
+                if result != 0, errno == EINTR { errno = EWOULDBLOCK }
+                timer_delete(timer)
+            } else {
+                // No timer to be had: tried again every 2 ms until the deadline.
+                while result != 0, errno == EWOULDBLOCK, Clock.monotonicSeconds() < deadline {
+                    var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+                    _ = nanosleep(&pause, nil)
+                    result = Syscall.retrying { flock(fd, LOCK_EX | LOCK_NB) }
+                }
+            }
+            let saved = errno
+            pthread_sigmask(SIG_SETMASK, &mask, nil)
+            sigaction(SIGALRM, &previous, nil)
+            errno = saved
+        }
+        guard result == 0 else {
+            let e = errno
+            close(fd)
+            if e == EWOULDBLOCK { return nil }
+            throw FileError(path: path, errno: e)
+        }
+        return FileLock(locked: fd)
     }
 
     deinit { close(fd) }

@@ -5,18 +5,22 @@ import Routing
 public struct StateError: Error, Equatable, Sendable, CustomStringConvertible {
     public var path: String
     public var problem: String
+    /// Not the file's fault: another routectl kept its lock past `LockWait.limit`.
+    public var heldElsewhere = false
     public var description: String { "\(path): \(problem)" }
 
-    public init(path: String, problem: String) {
+    public init(path: String, problem: String, heldElsewhere: Bool = false) {
         self.path = path
         self.problem = problem
+        self.heldElsewhere = heldElsewhere
     }
 }
 
-/// How long a take of a state file's lock may wait in this process. Nil (a command): as long as
-/// another holder keeps it, so that commands run one after another. `watch --apply --dbus` bounds it
-/// while it serves a request: its loop is also the policy's and the bus's, and a command stopped
-/// while holding the route lock (Ctrl-Z) must cost the request an error, not the watcher its life.
+/// How long a take of a state file's lock may wait in this process. Nil: as long as another holder
+/// keeps it. A one-shot command waits as long as the watcher would (twice its timeout, at least 6 s),
+/// so that commands run one after another but one stopped while holding the route lock (Ctrl-Z)
+/// costs the next an error, not a silent hang. `watch --apply --dbus` bounds it while it serves a
+/// request: its loop is also the policy's and the bus's.
 public enum LockWait {
     nonisolated(unsafe) public static var limit: Double?
     /// Set when a bounded take of the route lock (the override's) ran out of the limit, and when one
@@ -154,7 +158,8 @@ public struct StateFile<Record: StateRecord>: Sendable {
         if let limit = LockWait.limit {
             guard let lock = try lock(within: limit) else {
                 if isRouteLock { LockWait.ranOut = true }
-                throw StateError(path: path + ".lock", problem: "held by another routectl" + (limit > 0 ? " for over \(JSON.number(limit)) s" : "") + " (stopped with Ctrl-Z?)")
+                throw StateError(path: path + ".lock", problem: "held by another routectl" + (limit > 0 ? " for over \(JSON.number(limit)) s" : "") + " (stopped with Ctrl-Z?)",
+                                 heldElsewhere: true)
             }
             if isRouteLock { LockWait.took = true }
             return lock
@@ -167,21 +172,14 @@ public struct StateFile<Record: StateRecord>: Sendable {
         }
     }
 
-    /// The file's lock, waited for at most `seconds` (tried every 2 ms); nil when another holder
+    /// The file's lock, waited for at most `seconds` (`FileLock.take`); nil when another holder
     /// kept it that long.
     public func lock(within seconds: Double) throws(StateError) -> FileLock? {
         try directory.prepare()
-        let deadline = Clock.monotonicSeconds() + seconds
-        while true {
-            do {
-                return try FileLock(path + ".lock", wait: false)
-            } catch where error.errno == EWOULDBLOCK {
-                if Clock.monotonicSeconds() >= deadline { return nil }
-                var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
-                _ = nanosleep(&pause, nil)
-            } catch {
-                throw StateError(path: path + ".lock", problem: "cannot lock: \(error)")
-            }
+        do {
+            return try FileLock.take(path + ".lock", within: seconds)
+        } catch {
+            throw StateError(path: path + ".lock", problem: "cannot lock: \(error)")
         }
     }
 

@@ -1,3 +1,4 @@
+import Engine
 import Glibc
 import Pulse
 import Routing
@@ -28,6 +29,10 @@ enum RouteCtl {
 
     static func execute(_ invocation: Invocation) throws(Failure) -> ExitStatus {
         let options = invocation.options
+        // A command waits its turn behind another that holds a lock (the route lock, a `set` reading
+        // back) as long as the watcher would, then fails (exit 1) naming it: one stopped with Ctrl-Z
+        // must not hang the next in silence. The watcher bounds its own waits.
+        if case .watch = invocation.command {} else { LockWait.limit = Watch.lockPatience(timeout: options.timeout) }
         switch invocation.command {
         case let .help(topic):
             return write(options.json ? Help.json(for: topic).text + "\n" : Help.text(for: topic))

@@ -6,7 +6,8 @@ enum State {
     static func store() -> StateStore { StateStore.forCurrentUser() }
 
     static func failure(_ error: StateError) -> Failure {
-        Failure(status: .stateFile, message: error.description)
+        // A lock another routectl kept too long is not the file's fault: exit 1, the file is fine.
+        Failure(status: error.heldElsewhere ? .failed : .stateFile, message: error.description)
     }
 
     /// Fails (exit 5, naming the path) unless every state file a long-running command relies on

@@ -349,6 +349,29 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
         }
     }
 
+    /// A bounded wait for a lock held elsewhere (here another open of the file: flock(2) locks are
+    /// the open's): nil once the time is up, not sooner and not much later; the lock at once when
+    /// free; its SIGALRM handler gone after (a stray SIGALRM ends a process, as it should).
+    @Test func aBoundedLockWaitEndsOnTimeAndLeavesNoTimer() throws {
+        try withScratch { dir in
+            let path = dir + "/x.lock"
+            var holder: FileLock? = try FileLock(path)
+            let began = Clock.monotonicSeconds()
+            #expect(try FileLock.take(path, within: 0.3) == nil)
+            let waited = Clock.monotonicSeconds() - began
+            #expect(waited >= 0.3 && waited < 1, "\(waited) s")
+            var action = sigaction()
+            sigaction(SIGALRM, nil, &action)
+            #expect(action.__sigaction_handler.sa_handler == nil, "SIGALRM back to its default")
+            #expect(try FileLock.take(path, within: 0) == nil, "no wait: tried once")
+            #expect(holder != nil)
+            holder = nil
+            let free = Clock.monotonicSeconds()
+            #expect(try FileLock.take(path, within: 5) != nil)
+            #expect(Clock.monotonicSeconds() - free < 0.1)
+        }
+    }
+
     @Test func retryingRepeatsOnlyInterruptedCalls() {
         var calls = 0
         let result = Syscall.retrying { () -> Int32 in
