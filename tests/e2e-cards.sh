@@ -151,12 +151,18 @@ expect_eq "set speaker --force: no ping-pong, the server leaves it" "$laptop ana
 expect_both "set speaker --force: reason override" "route speaker (was headset) reason=override output=$speaker_id"
 expected+=("route speaker (was headset) reason=override output=$speaker_id")
 expect_fields_as_dumped "override speaker under the headphones: every query field live as from a dump"
+cleared=$(date +%s%3N)
 run_rc rc clear
 expect_rc "clear: exit 0" 0
 expect_eq "clear: the plugged headphones take the sound again (rule 1)" "$laptop analog-output-headphones" "$(server_route)"
 wait_line "$apply" 2 "^route headset"
 quiet "$watch" "$apply"
 expect_both "clear: reason override" "route headset (was speaker) reason=override output=$phones_id"
+# The headphones carried the sound before set --force too (watch --apply's decision at the plug):
+# since when is since the clear brought it back.
+since=$(rc --json why | json_get since)
+expect_eq "why after clear: since the clear's move, not the watcher's earlier decision" yes \
+	"$([ "$(date -d "$since" +%s%3N)" -ge "$cleared" ] && echo yes || echo "no: $since")"
 expected+=("route headset (was speaker) reason=override output=$phones_id")
 
 echo "-- headphones pulled: one departure"
@@ -382,6 +388,28 @@ expect_eq "plain watch alone: one arrival, one departure" \
 route speaker (was headset) reason=old-device-unavailable output=$speaker_id" "$(lines "$dir/alone.txt" route | tail -n +2)"
 expect_eq "plain watch alone: nothing on stderr" "" "$(cat "$dir/alone.err")"
 
+echo "-- another client puts the laptop back on its speaker with the headphones in: why says so"
+# PulseAudio only: WirePlumber puts a port a jack hides back on the jack's at once.
+if [ "$server" = pulseaudio ]; then
+	# The monitor asleep: with it awake, PulseAudio would leave a laptop whose port is hidden by the jack.
+	jack hdmi hdmi out
+	wait_for "HDMI not available" sh -c "'$routectl' devices | grep -q ' no  *[a-z-]*  *$hdmi_id '"
+	jack laptop headphone in
+	wait_for "the server on the headphones" server_is "$laptop analog-output-headphones"
+	pactl set-sink-port "$laptop" analog-output-speaker
+	wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+	# routectl's own last move was to the speaker (the sections before): that is rule `earlier`, also
+	# what the rules would not do. Without it, as in a session where routectl moved nothing yet:
+	# another client's pick, never the persistent default.
+	expect_match "why: the speaker over plugged headphones is not the default's doing" \
+		'^(earlier|other)$' "$(rc --json why | json_get rule)"
+	rm -f "$XDG_RUNTIME_DIR/routectl/intent.json" "$XDG_RUNTIME_DIR/routectl/decision.json"
+	expect_eq "why: the speaker over plugged headphones is another client's pick, not the default's" \
+		other "$(rc --json why | json_get rule)"
+	jack laptop headphone out
+	wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+fi
+
 # phone_tour KIND EARPIECE_PROFILE SPEAKER_PROFILE HEADPHONES_PROFILE: the phone's targets and its
 # headset jack under one profile naming, with both watchers running.
 phone_tour() {
@@ -454,6 +482,14 @@ expect_eq "two cards: says which output the server would keep instead" \
 	"routectl: '$speaker_id' is hidden by a plugged jack, and the server keeps the default on an available output ('alsa_card.sim-phone:[Out] Speaker') instead; unplug the jack or make that output unavailable" "$err"
 expect_eq "two cards: nothing changed" "$laptop analog-output-headphones" "$(server_route)"
 rc clear >/dev/null
+
+echo "-- a desktop with a line-out only: clear has no speaker to fall back to, and why says so"
+cards_server desktop
+run_rc rc clear
+expect_rc "desktop: clear: exit 3" 3
+expect_eq "desktop: why: rule 4 with no speaker, not another client" \
+	"rule        fallback: no speaker output here and no speaker to fall back to (rule 4); the route stays where it is" \
+	"$(rc why | grep '^rule')"
 
 phone_tour phone "Voice Call" HiFi HiFi
 phone_tour phone17 "HiFi (Earpiece, Mic)" "HiFi (Headphones, Mic, Speaker)" "HiFi (Headphones, Mic, Speaker)"

@@ -96,6 +96,7 @@ enum WhyCommand {
             return Answer(rule: "none", explanation: "the server has no default output")
         }
         let actedHere = decision.flatMap { $0.output == output.id ? $0 : nil }
+        let since = arrival(at: output, decision: decision, intent: intent)
         if preferences.inCall {
             let what = output.route.isExternal ? "a connected headset takes the call" : "the call's \(output.route.rawValue)"
             return Answer(rule: "call", explanation: "a call is in progress (rule 8): \(what)", since: call?.startedAt)
@@ -124,7 +125,7 @@ enum WhyCommand {
             if first.id == output.id || (actedHere != nil && rank != nil) {
                 let shown = rank ?? firstRank
                 return Answer(rule: "priority", explanation: "entry \(shown + 1) of the priority list ('\(preferences.priority[shown])')",
-                              since: actedHere?.at)
+                              since: since)
             }
             if rank != firstRank, actedHere == nil { listFirst = first }
         }
@@ -139,17 +140,30 @@ enum WhyCommand {
             let orderKnown = !status.outputs.contains { $0.sink != nil && $0.sink == output.sink && $0.id != output.id }
             if actedHere != nil || !orderKnown || mostRecent == nil || mostRecent == output.id {
                 return Answer(rule: "external-device", explanation: "an external device is connected; the most recently connected wins (rule 3)",
-                              since: actedHere?.at)
+                              since: since)
             }
         }
-        if RouteTarget(route: output.route) == preferences.effectiveTarget {
+        // An external device the rules would give the sound to (rule 3) is here, and the sound is on a
+        // built-in output with no override or list to say so: another client's pick (a mixer putting
+        // the port back on the speaker). A decision of the watcher's for this output does not say
+        // otherwise: it may be from before the device came.
+        let passedOver = !output.route.isExternal && listFirst == nil
+            && Policy.choice(status, recency, defaultTarget: preferences.baseTarget).device.map { $0 != output.id } == true
+        if RouteTarget(route: output.route) == preferences.effectiveTarget, !passedOver {
             let layer = preferences.override == nil ? "the persistent default" : "the override"
             return Answer(rule: preferences.override == nil ? "default" : "override",
-                          explanation: "\(layer), \(preferences.effectiveTarget.rawValue)" + listNote, since: actedHere?.at)
+                          explanation: "\(layer), \(preferences.effectiveTarget.rawValue)" + listNote, since: since)
         }
-        if output.route == .speaker, !status.isAvailable(preferences.effectiveTarget.route) {
-            return Answer(rule: "fallback", explanation: "no \(preferences.effectiveTarget.route.rawValue) output here; the speaker stands in (rule 4)" + listNote,
-                          since: actedHere?.at)
+        if !passedOver, !output.route.isExternal, !status.isAvailable(preferences.effectiveTarget.route) {
+            if output.route == .speaker {
+                return Answer(rule: "fallback", explanation: "no \(preferences.effectiveTarget.route.rawValue) output here; the speaker stands in (rule 4)" + listNote,
+                              since: since)
+            }
+            if !status.isAvailable(.speaker) {
+                // A desktop's line-out: rule 4 has no speaker to fall back to, and the route stays.
+                return Answer(rule: "fallback", explanation: "no \(preferences.effectiveTarget.route.rawValue) output here and no speaker to fall back to (rule 4); "
+                                  + "the route stays where it is" + listNote, since: since)
+            }
         }
         if let intent, intent.done, intent.output == output.id {
             // No rule puts the route here now, but routectl's own last move did (`set`, `clear`, a
@@ -160,12 +174,22 @@ enum WhyCommand {
                               + "would not ('routectl clear' applies them)" + listNote,
                           since: intent.at)
         }
-        return other(actedHere)
+        return other(since)
     }
 
-    static func other(_ actedHere: DecisionRecord?) -> Answer {
+    static func other(_ since: Int64?) -> Answer {
         Answer(rule: "other", explanation: "not routectl's rules: another client (pavucontrol, pactl, an applet) or the server chose it; routectl respects that",
-               since: actedHere?.at)
+               since: since)
+    }
+
+    /// When the route came to `output`, as far as routectl knows: the later of its last move (a
+    /// command's or the watcher's, `intent.json`) and the watcher's last decision, when that one put
+    /// it there. One that put it elsewhere means it came back since by another's hand, at a time
+    /// routectl does not know.
+    static func arrival(at output: Output, decision: DecisionRecord?, intent: RouteIntent?) -> Int64? {
+        let moves = [decision.map { ($0.output, $0.at) }, intent.flatMap { $0.done ? ($0.output, $0.at) : nil }].compactMap { $0 }
+        guard let last = moves.max(by: { $0.1 < $1.1 }) else { return nil }
+        return last.0 == output.id ? last.1 : nil
     }
 
     /// What else on this machine moves the route: routectl's own watcher, WirePlumber's remembered
