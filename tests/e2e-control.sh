@@ -130,6 +130,11 @@ run_rc rc set headset --device no-such-thing
 expect_rc "unknown device: exit 1" 1
 expect_eq "unknown device: the line" "routectl: no headset output named 'no-such-thing' (see 'routectl devices')" "$err"
 expect_eq "unknown device: override unchanged" same "$(cmp -s "$override" "$dir/override.before" && echo same || echo changed)"
+run_rc rc set headset --device sim-speaker
+expect_rc "a device of another kind: exit 1" 1
+expect_eq "a device of another kind: the line says its kind" \
+	"routectl: 'sim-speaker' is a speaker output, not a headset one; set headset --device takes a headset output ('routectl devices' shows each output's kind)" "$err"
+expect_eq "a device of another kind: override unchanged" same "$(cmp -s "$override" "$dir/override.before" && echo same || echo changed)"
 
 echo "-- no server: exit 4, nothing recorded"
 run_rc env PULSE_SERVER="unix:$dir/nothing" "$routectl" --timeout 1 set headset

@@ -69,6 +69,9 @@ public struct Plan: Equatable, Sendable {
 /// Why a request cannot be planned at all.
 public enum PlanningError: Error, Equatable, Sendable, CustomStringConvertible {
     case noSuchDevice(String, RouteTarget)
+    /// The named output is here, but of another kind than the target (an HDMI output named to `set
+    /// headset`): `set` moves to an output of its target's kind only.
+    case deviceOfAnotherKind(String, RouteTarget, Route)
     /// Both servers rank a sink whose active port a jack marks unavailable below any other usable
     /// sink, and move the default away from it at once: switching would not stick, only flap.
     case hiddenByJack(output: String, rival: String)
@@ -76,6 +79,9 @@ public enum PlanningError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .noSuchDevice(name, target): return "no \(target.route.rawValue) output named '\(name)' (see 'routectl devices')"
+        case let .deviceOfAnotherKind(name, target, kind):
+            return "'\(name)' is \(kind == .unknown ? "an" : "a") \(kind.rawValue) output, not a \(target.route.rawValue) one; "
+                + "set \(target.rawValue) --device takes a \(target.route.rawValue) output ('routectl devices' shows each output's kind)"
         case let .hiddenByJack(output, rival):
             return "'\(output)' is hidden by a plugged jack, and the server keeps the default on an available output ('\(rival)') instead; unplug the jack or make that output unavailable"
         }
@@ -136,6 +142,9 @@ public enum Planner {
         // A named device must be there, whoever keeps the sound: a typo is not recorded as a preference.
         let named = try request.device.map { device throws(PlanningError) in
             guard let output = match(device, in: status.outputs, route: request.anyKind ? nil : wanted) else {
+                if let other = match(device, in: status.outputs, route: nil) {
+                    throw .deviceOfAnotherKind(device, request.target, other.route)
+                }
                 throw .noSuchDevice(device, request.target)
             }
             return output

@@ -194,6 +194,16 @@ import Testing
         }
     }
 
+    /// An output `devices` lists, named to a target of another kind: said as such, not "no such".
+    @Test func aDeviceOfAnotherKindIsSaidToBeOne() throws {
+        let hdmi = "alsa_card.sim-hdmi:hdmi-output-0"
+        let error = PlanningError.deviceOfAnotherKind(hdmi, .headset, .unknown)
+        #expect(throws: error) {
+            try Planner.plan(try fixture("sim/pulseaudio-hdmi"), RouteRequest(target: .headset, device: hdmi))
+        }
+        #expect(error.description == "'\(hdmi)' is an unknown output, not a headset one; set headset --device takes a headset output ('routectl devices' shows each output's kind)")
+    }
+
     @Test func overrideGoesStaleWhenExternalsChange() throws {
         let s = try fixture("bluetooth-pipewire")
         let keys = Status(snapshot: s).externalKeys
