@@ -56,25 +56,25 @@ complete -c routectl -l snapshot -r -F -d 'Run a read-only command against a dum
 complete -c routectl -l timeout -x -d 'Give up on the server after this long (default 5).'
 complete -c routectl -n "not __fish_contains_opt -s q quiet" -s q -l quiet -d 'Print no notes on stderr; errors are still printed.'
 complete -c routectl -n "not __fish_contains_opt -s h help" -s h -l help -d 'Show help information.'
-complete -c routectl -n "not __fish_contains_opt version" -l version -d 'Show routectls version and libpulses.'
+complete -c routectl -n "not __fish_contains_opt version" -l version -d 'Show routectl\'s version and libpulse\'s.'
 complete -c routectl -n "__routectl_at 0" -a "query set clear default input call priority why watch wait devices dump help completions"
 complete -c routectl -n "__routectl_at 1 query" -a "route target override default external available bluetooth headset receiver speaker engaged other_audio muted call mic_muted sink port description server output other_audio_playing"
 complete -c routectl -n "__routectl_at 1 set" -a "speaker earpiece receiver bluetooth headset"
 complete -c routectl -n "__routectl_after 1 set; and not __fish_contains_opt force" -l force -d 'Switch even while an external device is the route.'
-complete -c routectl -n "__routectl_after 1 set" -l device -x -a "(__routectl_ids outputs)" -d 'The output to use an ID from routectl devices, a sink or a card.'
+complete -c routectl -n "__routectl_after 1 set" -l device -x -a "(__routectl_ids outputs)" -d 'The output to use: an ID from \'routectl devices\', a sink or a card.'
 complete -c routectl -n "__routectl_at 1 default" -a "speaker earpiece"
 complete -c routectl -n "__routectl_at 1 input" -a "list set clear mute"
 complete -c routectl -n "__routectl_at 2 input set" -a "(__routectl_ids inputs)"
 complete -c routectl -n "__routectl_at 2 input mute" -a "on off toggle"
 complete -c routectl -n "__routectl_at 1 call" -a "start end status"
-complete -c routectl -n "__routectl_after 1 call; and not __fish_contains_opt speaker" -l speaker -d 'With call start the call on the speaker rather than the receiver.'
+complete -c routectl -n "__routectl_after 1 call; and not __fish_contains_opt speaker" -l speaker -d 'With \'call start\': the call on the speaker rather than the receiver.'
 complete -c routectl -n "__routectl_at 1 priority" -a "list set clear"
 complete -c routectl -n "__routectl_after 2 priority set" -a "(__routectl_ids outputs)"
 complete -c routectl -n "__routectl_after 2 priority set" -a "bluetooth headset"
-complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt apply" -l apply -d 'Also enforce the rules external devices win, unplugging falls back.'
-complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt mute-on-fallback" -l mute-on-fallback -d 'With --apply mute the speaker the route falls back to from an external device.'
-complete -c routectl -n "__routectl_after 1 watch" -l hold-down -x -d 'With --apply an external device back within this long is a flicker; its override stays (default 2, 0 off).'
-complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt dbus" -l dbus -d 'With --apply serve io.github.routectl and the callaudiod drop-in on the session bus.'
+complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt apply" -l apply -d 'Also enforce the rules: external devices win, unplugging falls back.'
+complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt mute-on-fallback" -l mute-on-fallback -d 'With --apply: mute the speaker the route falls back to from an external device.'
+complete -c routectl -n "__routectl_after 1 watch" -l hold-down -x -d 'With --apply: an external device back within this long is a flicker; its override stays (default 2, 0 off).'
+complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt dbus" -l dbus -d 'With --apply: serve io.github.routectl and the callaudiod drop-in on the session bus.'
 complete -c routectl -n "__routectl_at 1 wait" -a "speaker receiver bluetooth headset unknown"
 complete -c routectl -n "__routectl_at 1 help" -a "query set clear default input call priority why watch wait devices dump help completions"
 complete -c routectl -n "__routectl_at 1 completions" -a "bash zsh fish ids"

@@ -134,20 +134,35 @@ enum Completions {
         return out
     }
 
-    /// Help text that fits in a single-quoted zsh spec or fish description: no quotes, colons or brackets.
-    static func quotable(_ text: String) -> String {
-        String(text.compactMap { c -> Character? in
+    /// Help text inside a single-quoted zsh word, said as `--help` says it: a quote closes the word,
+    /// escapes itself and opens it again; brackets, which end an option's explanation, become
+    /// parentheses. A colon stays: only the first of a command's `name:summary` separates, and an
+    /// option's explanation ends at its bracket.
+    static func zshQuoted(_ text: String) -> String {
+        var out = ""
+        for c in text {
             switch c {
-            case "'", ":": return nil
-            case "[": return "("
-            case "]": return ")"
-            default: return c
+            case "'": out += "'\\''"
+            case "[": out += "("
+            case "]": out += ")"
+            default: out.append(c)
             }
-        })
+        }
+        return out
+    }
+
+    /// Help text inside a single-quoted fish word: quotes and backslashes escaped, the rest as it is.
+    static func fishQuoted(_ text: String) -> String {
+        var out = ""
+        for c in text {
+            if c == "'" || c == "\\" { out.append("\\") }
+            out.append(c)
+        }
+        return out
     }
 
     static func zshOption(_ o: OptionSpec) -> String {
-        let help = quotable(o.help)
+        let help = zshQuoted(o.help)
         let action = o.value == nil ? "" : o.file ? ":\(o.value!.lowercased()):_files"
             : o.ids.map { ":\(o.value!.lowercased()):(${(f)\"$(routectl $from completions ids \($0.rawValue) 2>/dev/null)\"})" } ?? ":\(o.value!.lowercased()):"
         if let short = o.short {
@@ -170,7 +185,7 @@ enum Completions {
         out += "\tglobals=(\n"
         for o in globals { out += "\t\t\(zshOption(o))\n" }
         out += "\t)\n\tcommands=(\n"
-        for c in commands { out += "\t\t'\(c.name):\(quotable(c.summary))'\n" }
+        for c in commands { out += "\t\t'\(c.name):\(zshQuoted(c.summary))'\n" }
         out += "\t)\n\t_arguments -C $globals '1:command:->command' '*::argument:->argument'\n\tcase $state in\n"
         out += "\tcommand) _describe command commands ;;\n\targument)\n\t\tcase $words[1] in\n"
         for c in commands where !Grammar.words(of: c).isEmpty || !c.options.isEmpty {
@@ -264,7 +279,7 @@ enum Completions {
             // A value that is no file name (seconds, an address, an id): -x, no files offered.
             if o.value != nil { l += o.file ? " -r -F" : " -x" }
             if let kind = o.ids { l += " -a \"(__routectl_ids \(kind.rawValue))\"" }
-            return l + " -d '\(quotable(o.help))'\n"
+            return l + " -d '\(fishQuoted(o.help))'\n"
         }
         for o in globals { out += line(o, nil) }
         out += "complete -c routectl -n \"__routectl_at 0\" -a \"\(names)\"\n"
