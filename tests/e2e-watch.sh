@@ -174,6 +174,19 @@ for round in 1 2; do
 	expect_eq "restart $round: recovered on the earpiece" "$round" "$(events "$dir/events" recovered route=receiver)"
 	expect_eq "restart $round: the route re-applied on the server" sim-earpiece "$(pactl get-default-sink)"
 done
+echo "-- wait across a restart: it waits on, and sees the route the server comes back to"
+"$routectl" wait headset --timeout 30 >"$dir/wait.out" 2>"$dir/wait.err" &
+waiter=$!
+wait_for "wait connected" sh -c "[ \"\$(pactl list clients | grep -c 'application.id = \"io.github.routectl\"')\" -ge 2 ]"
+"$root/scripts/server.sh" stop "$dir"
+wait_event "$dir/events" 3 interrupted
+eval "$("$root/scripts/server.sh" start "$server" "$dir")"
+wait_event "$dir/events" 3 recovered
+plug headset sim-headset
+set +e; wait "$waiter"; wrc=$?; set -e
+expect_eq "wait headset across a restart: exit 0 with the route, not exit 4" "0 headset" "$wrc $(cat "$dir/wait.out")"
+expect_eq "wait headset across a restart: nothing on stderr" "" "$(cat "$dir/wait.err")"
+unplug sim-headset
 expect_eq "the watcher is still running" yes "$(kill -0 "$watcher" 2>/dev/null && echo yes || echo no)"
 stop_watch
 expect_eq "--apply ends with exit 0" 0 "$watch_rc"
