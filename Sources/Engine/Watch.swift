@@ -113,6 +113,8 @@ public struct Watch {
         /// The output the route was on when the device left: a return puts the route back there.
         var carried: String?
         var deadline: Double
+        /// The connection order when it left (rule 3's recency): a return takes its place back.
+        var order: [String] = []
     }
 
     public init(server: any AudioServer, store: any PreferenceStore, clocks: Clocks, apply: Bool, muteOnFallback: Bool,
@@ -356,14 +358,25 @@ public struct Watch {
         let flickers = returns.filter { $0.1.override != nil && $0.1.override == standing }
         let early = departureAfterServerMove(change, next, at: now)
         let decided = early ?? change
+        let orderBefore = policy.connected
         var decision = Policy.decide(decided, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
                                      recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change),
                                      holdDown: holdDown > 0)
         noteServerMove(change, decision, at: now)
-        if !flickers.isEmpty {
-            decision.clearOverride = nil
+        if !flickers.isEmpty { decision.clearOverride = nil }
+        if !returns.isEmpty {
+            // One flicker, not an unplug and a plug: the route ends where it was when the device left,
+            // on the device if it carried the sound, else where it stayed; and the device is no newer
+            // a connection for coming back (rule 3, here and when the rules are applied again later).
+            for (output, departure) in returns {
+                guard let place = departure.order.firstIndex(of: output.id) else { continue }
+                let earlier = Set(departure.order[..<place])
+                policy.connected.removeAll { $0 == output.id }
+                let after = policy.connected.lastIndex(where: earlier.contains).map { $0 + 1 } ?? 0
+                policy.connected.insert(output.id, at: after)
+            }
             let status = Status(snapshot: next)
-            if let carried = flickers.lazy.compactMap(\.1.carried).first,
+            if let carried = returns.lazy.compactMap(\.1.carried).first,
                let back = status.outputs.first(where: { $0.id == carried && $0.isAvailable }) {
                 decision.request = status.output?.id == back.id ? nil : .output(back)
                 decision.reason = .newDeviceAvailable
@@ -375,7 +388,7 @@ public struct Watch {
             for output in change.removed where output.route.isExternal {
                 let clear = decision.deferredClear.flatMap { $0.device.id == output.id ? $0 : nil }
                 departures[output.id] = Departure(clear: clear, override: clear == nil ? nil : standing, leftAt: now,
-                                                  carried: decided.previous.output?.id, deadline: now + holdDown)
+                                                  carried: decided.previous.output?.id, deadline: now + holdDown, order: orderBefore)
             }
         }
         if ownCardSwitch || (decision.reason == .categoryChange || decision.reason == .noSuitableRoute) && ownStep {

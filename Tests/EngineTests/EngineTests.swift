@@ -1544,13 +1544,14 @@ extension Snapshot {
     let phones = "alsa_card.sim-laptop:analog-output-headphones"
 
     func run(_ server: FakeServer, _ store: FakeStore, holdDown: Double, warned: @escaping (String) -> Void = { _ in },
-             remote: RemoteControl? = nil) throws -> [Event] {
+             remote: RemoteControl? = nil, rulesChanged: (() -> Bool)? = nil) throws -> [Event] {
         let clock = ManualClock()
         server.clock = clock
         var events: [Event] = []
         var watch = Watch(server: server, store: store, clocks: clock.clocks, apply: true, muteOnFallback: false, holdDown: holdDown,
                           timeout: 1, snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: warned)
         watch.remote = remote
+        watch.rulesMayHaveChanged = rulesChanged
         try watch.run()
         return events
     }
@@ -1570,6 +1571,40 @@ extension Snapshot {
         #expect(events.contains { if case let .flicker(o, away) = $0 { return o.id == phones && away == 500 } else { return false } })
         #expect(WatchTests().routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable",
                                                 "headset (was speaker) new-device-available"], "the route falls back at once, then returns")
+    }
+
+    /// The headphones, connected before a USB headset that carries the sound, are pulled and plugged
+    /// back within the hold-down, no override standing: one flicker, and the route ends where it was,
+    /// on the USB headset. (Taken as a plug, the return moved the sound to the headphones, and a
+    /// `clear` just after put it back on the USB headset, the most recent by the rules.)
+    @Test func aFlickerOfADeviceThatDidNotCarryTheSoundMovesNothing() throws {
+        let usb = "alsa_output.sim-usb-headset.analog-stereo"
+        var plugged = try fixture("sim/pulseaudio-all").without(["alsa_card.sim-hdmi", "alsa_card.sim-phone"])
+            .jack(laptop, "analog-output-headphones", .available).routed(to: usb)
+        plugged.sinks[0].activePort = "analog-output-headphones"
+        let server = FakeServer(plugged)
+        server.script = [.change(plugged.jack(laptop, "analog-output-headphones", .unavailable)), .pass(0.5), .change(plugged)]
+        let store = FakeStore()
+        let events = try run(server, store, holdDown: 2)
+        #expect(events.contains { if case let .flicker(o, _) = $0 { return o.id == phones } else { return false } })
+        #expect(server.applied.isEmpty, "\(server.applied)")
+        #expect(server.current.server.defaultSinkName == usb)
+        #expect(WatchTests().routes(events) == ["headset initial"])
+        // Nor are they a newer connection for coming back (rule 3's recency): with the phone's
+        // headphones plugged after them, the USB headset's going leaves the sound to the phone's.
+        let phoneSink = "alsa_output.sim-phone.HiFi__hw_Phone__sink"
+        var three = try fixture("sim/pulseaudio-all").without(["alsa_card.sim-hdmi"])
+            .jack(laptop, "analog-output-headphones", .available).jack(phoneSink, "[Out] Headphones", .available)
+            .routed(to: "alsa_output.sim-usb-headset.analog-stereo")
+        for (sink, port) in [(laptop, "analog-output-headphones"), (phoneSink, "[Out] Headphones")] {
+            three.sinks[try #require(three.sinks.firstIndex { $0.name == sink })].activePort = port
+        }
+        let later = FakeServer(three)
+        later.script = [.change(three.jack(laptop, "analog-output-headphones", .unavailable)), .pass(0.5), .change(three), .pass(3),
+                        .change(three.without(["alsa_card.sim-usb-headset"]).routed(to: laptop))]
+        let laterEvents = try run(later, FakeStore(), holdDown: 2)
+        #expect(WatchTests().routes(laterEvents).last == "headset (was headset) old-device-unavailable")
+        #expect(later.current.server.defaultSinkName == phoneSink, "\(WatchTests().routes(laterEvents))")
     }
 
     /// Every move watch --apply makes is made under the route lock `set` takes: a headset's arrival
