@@ -113,6 +113,16 @@ expect_eq "plug bluetooth: route event" 1 "$(events "$dir/events" route route=bl
 unplug sim-headset
 settle
 expect_eq "unplug the headset (not the route): bluetooth stays" sim-bluetooth "$(pactl get-default-sink)"
+# Back within the hold-down (2 s): one flicker, not an unplug and a plug (DESIGN.md §1). It did not
+# carry the sound, so the route ends where it was, on the headset connected after it.
+plug headset sim-headset
+wait_event "$dir/events" 1 flicker
+settle
+expect_eq "the headset back within the hold-down: a flicker; bluetooth keeps the sound" sim-bluetooth "$(pactl get-default-sink)"
+expect_eq "the headset back within the hold-down: no route event to it" 1 "$(events "$dir/events" route route=headset)"
+# Past the hold-down, a plug is a plug: the newest device takes the sound.
+unplug sim-headset
+sleep 2.2
 plug headset sim-headset
 default_is sim-headset
 # The watcher reports the headset before it goes: a plug and unplug within one of its refetches are
