@@ -243,11 +243,11 @@ public final class FileLock {
                 timer_delete(timer)
             } else {
                 // No timer to be had: tried again every 2 ms until the deadline.
-                while result != 0, errno == EWOULDBLOCK, Clock.monotonicSeconds() < deadline {
+                repeat {
                     var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
                     _ = nanosleep(&pause, nil)
                     result = Syscall.retrying { flock(fd, LOCK_EX | LOCK_NB) }
-                }
+                } while result != 0 && errno == EWOULDBLOCK && Clock.monotonicSeconds() < deadline
             }
             let saved = errno
             pthread_sigmask(SIG_SETMASK, &mask, nil)
