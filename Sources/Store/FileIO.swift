@@ -181,14 +181,7 @@ public final class FileLock {
 
     /// With `wait` false, a lock held elsewhere fails at once with EWOULDBLOCK.
     public init(_ path: String, wait: Bool = true) throws(FileError) {
-        fd = Syscall.retrying { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600) }
-        guard fd >= 0 else { throw FileError.opening(path, followLinks: false) }
-        do {
-            _ = try FileIO.requireRegularFile(fd, path)
-        } catch {
-            close(fd)
-            throw error
-        }
+        fd = try Self.open(path)
         guard Syscall.retrying({ flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) }) == 0 else {
             let e = errno
             close(fd)
@@ -198,13 +191,9 @@ public final class FileLock {
 
     private init(locked fd: Int32) { self.fd = fd }
 
-    /// The lock, waited for at most `seconds`; nil when another holder kept it that long. The wait
-    /// is a blocked flock(2), not a poll (a waiting command or watcher costs no wakeups, and goes the
-    /// moment the holder lets go): a timer of this thread's own (SIGEV_THREAD_ID) sends it SIGALRM,
-    /// caught by a handler that does nothing, which ends the wait; it ticks again every 50 ms should
-    /// the first come before the wait began.
-    public static func take(_ path: String, within seconds: Double) throws(FileError) -> FileLock? {
-        let fd = Syscall.retrying { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600) }
+    /// The lock file, opened without following a link, and a regular file.
+    private static func open(_ path: String) throws(FileError) -> Int32 {
+        let fd = Syscall.retrying { Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600) }
         guard fd >= 0 else { throw FileError.opening(path, followLinks: false) }
         do {
             _ = try FileIO.requireRegularFile(fd, path)
@@ -212,6 +201,16 @@ public final class FileLock {
             close(fd)
             throw error
         }
+        return fd
+    }
+
+    /// The lock, waited for at most `seconds`; nil when another holder kept it that long. The wait
+    /// is a blocked flock(2), not a poll (a waiting command or watcher costs no wakeups, and goes the
+    /// moment the holder lets go): a timer of this thread's own (SIGEV_THREAD_ID) sends it SIGALRM,
+    /// caught by a handler that does nothing, which ends the wait; it ticks again every 50 ms should
+    /// the first come before the wait began.
+    public static func take(_ path: String, within seconds: Double) throws(FileError) -> FileLock? {
+        let fd = try open(path)
         var result = Syscall.retrying { flock(fd, LOCK_EX | LOCK_NB) }
         if result != 0, errno == EWOULDBLOCK, seconds > 0 {
             let deadline = Clock.monotonicSeconds() + seconds
