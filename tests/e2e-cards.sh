@@ -491,6 +491,28 @@ expect_eq "desktop: why: rule 4 with no speaker, not another client" \
 	"rule        fallback: no speaker output here and no speaker to fall back to (rule 4); the route stays where it is" \
 	"$(rc why | grep '^rule')"
 
+echo "-- headphones pulled and plugged back within the hold-down, a USB headset playing: one flicker, the sound stays"
+cards_server laptop usb-headset
+usb=alsa_output.sim-usb-headset.analog-stereo
+jack laptop headphone in
+wait_for "the headphones available" sh -c "'$routectl' devices | grep -q ' yes  *[a-z-]*  *$phones_id '"
+# The sound on the USB headset (another client's pick: PipeWire starts on the laptop's headphones,
+# which keep it under rule 2).
+pactl set-default-sink "$usb"
+wait_for "the USB headset the default" default_is "$usb"
+start_watchers
+quiet "$watch" "$apply"
+mark
+jack laptop headphone out
+sleep 0.5
+jack laptop headphone in
+wait_line "$apply" 1 "^flicker headset $phones_id away_ms="
+quiet "$watch" "$apply"
+expect_eq "a flicker of headphones that did not carry the sound: the USB headset keeps it (server)" "$usb" "$(pactl get-default-sink)"
+expect_eq "a flicker of headphones that did not carry the sound: no route event (watch --apply)" "" "$(since "$apply" route)"
+expect_eq "watch --apply said nothing on stderr" "" "$(cat "$dir/apply.err")"
+stop_watchers
+
 phone_tour phone "Voice Call" HiFi HiFi
 phone_tour phone17 "HiFi (Earpiece, Mic)" "HiFi (Headphones, Mic, Speaker)" "HiFi (Headphones, Mic, Speaker)"
 
