@@ -286,7 +286,8 @@ enum Grammar {
               <route> is speaker, receiver, bluetooth, headset or unknown. Exit 1 when --timeout SECONDS
               (given after 'wait') passes first; without it, wait as long as it takes. A route reached
               after a change counts once the server has been quiet on it for 60 ms: one the server only
-              passes through on its way to another does not.
+              passes through on its way to another does not. A server that restarts meanwhile is
+              waited for, as watch waits for it; exit 4 only when it is not back by the timeout.
             """),
         CommandSpec(
             name: "devices", arguments: "", summary: "List outputs and inputs: kind, availability, which is active.",
