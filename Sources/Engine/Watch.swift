@@ -667,6 +667,7 @@ public struct Watch {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
             held.inCall = preferences.inCall
+            held.predictedAt = clocks.wallMilliseconds()
             let arrived = held.isDone(next)
             // Nor does a move a command announced (finished before this watcher's refetch) that already
             // stands where the rules would put it: the prediction would only lend it the rules' reason.
@@ -757,6 +758,13 @@ public struct Watch {
     /// event due now is left to the next round (at once).
     mutating func adoptIntent(_ next: Snapshot, reportNow: Bool = true) {
         guard endSupersededHold(), let intent = intentNow() else { return }
+        if commandOverSincePrediction(intent, next) {
+            // The command's move is what the route did: its hold, done, reported below.
+            adoptedIntent = intent.at
+            var held = RouteHold(target: intent.output, reason: intent.reason, deadline: clocks.monotonic() + RouteHold.lag)
+            held.intent = intent.at
+            hold = held
+        }
         if let held = hold, held.intent == intent.at, intent.done {
             // The command is over: its route event now, from where it began to where it ended. When
             // this connection does not show it there yet, the command's own notifications may still be
@@ -786,7 +794,8 @@ public struct Watch {
         adoptedIntent = intent.at
         var held = RouteHold(target: intent.output, reason: intent.reason, deadline: clocks.monotonic() + RouteHold.limit - age)
         held.intent = intent.at
-        if let earlier = hold, earlier.intent == nil, intent.reason == .override || intent.reason == .call {
+        if let earlier = hold, earlier.intent == nil, intent.reason == .override || intent.reason == .call,
+           !arrivesNow(for: intent, after: earlier) {
             // A command (set, clear, call) begins its move while an earlier change is still held (a
             // prediction, a departure window): that change is reported first, as the route stood.
             _ = reportRoute(earlier.reached ?? Status(snapshot: snapshot), reason: earlier.reason)
@@ -795,6 +804,26 @@ public struct Watch {
         held.note(arrived: arrived, at: clocks.monotonic())
         if arrived { held.reached = Status(snapshot: next) }
         hold = held
+    }
+
+    /// A command (`set`, `clear`, `call`) announced, made and finished its move after this watcher
+    /// began holding a prediction of the policy's move, all between two of its refetches, and the
+    /// route stands where the command put it: the command explains the route, not the prediction
+    /// (which the policy may have met, and the command undone, unseen in between).
+    func commandOverSincePrediction(_ intent: RouteIntent, _ next: Snapshot) -> Bool {
+        guard intent.done, intent.reason != .restored, intent.at != adoptedIntent, let held = hold, held.intent == nil,
+              let predictedAt = held.predictedAt, intent.at > predictedAt,
+              Status(snapshot: next).output?.id == intent.output else { return false }
+        let age = clocks.wallMilliseconds() - intent.at
+        return age >= 0 && age <= Self.finishedExplains
+    }
+
+    /// The change being handled brought the route to where a command announced after `prediction`
+    /// was made is going: that arrival is the command's, not the prediction's reached.
+    func arrivesNow(for intent: RouteIntent, after prediction: RouteHold) -> Bool {
+        guard let predictedAt = prediction.predictedAt, intent.at > predictedAt,
+              let reached = prediction.reached?.output?.id else { return false }
+        return reached == intent.output && Status(snapshot: snapshot).output?.id != reached
     }
 
     /// A command's move held here (its intent) is over once a later move to the same output is
@@ -1241,6 +1270,8 @@ public struct RouteHold {
     var request: RouteRequest?
     /// The intent this hold waits on (its time), whose `done` ends it.
     var intent: Int64?
+    /// When a prediction of the policy's move was made (wall clock, milliseconds).
+    var predictedAt: Int64?
     /// The output the route left, when its going away would explain the move, and its card.
     var departed: String?
     var departedCard: String?

@@ -1135,6 +1135,40 @@ import Testing
                 == expected + ["unknown (was speaker) route-configuration-change"], "the steal reported once")
     }
 
+    /// Plain `watch` beside `watch --apply`: a Bluetooth headset connects, and the watcher holds its
+    /// prediction of the policy's move there. The policy's move and a `set speaker --force` back fall
+    /// between two of this watcher's refetches (no route change seen), then `set bluetooth` begins
+    /// and ends before the next: the arrival is that set's (override), not the prediction's.
+    @Test func aCommandOverBetweenRefetchesSupersedesAHeldPrediction() throws {
+        let a2dp = try fixture("sim/pipewire-bluetooth-a2dp")
+        let headset = try #require(Status(snapshot: a2dp).output?.id)
+        let card = try #require(a2dp.defaultSink?.card)
+        var before = a2dp
+        before.sinks.removeAll { $0.card == card }
+        before.sources.removeAll { $0.card == card }
+        before.cards.removeAll { $0.index == card }
+        before.server.defaultSinkName = laptop
+        before.server.defaultSourceName = before.sources.first { $0.monitorOfSink == nil }?.name
+        var connected = before
+        connected.sinks = a2dp.sinks.filter { $0.card == card } + before.sinks
+        connected.sources = a2dp.sources.filter { $0.card == card } + before.sources
+        connected.cards = a2dp.cards
+        // Over before the refetch that shows the arrival, or still under way at it.
+        for overFirst in [true, false] {
+            let clock = ManualClock()
+            let store = FakeStore()
+            store.policyRunning = true
+            let at = clock.clocks.wallMilliseconds() + 300
+            let set = [begins(store, headset, at: at), ends(store, headset, at: at)]
+            let script = overFirst ? set + [.change(a2dp)] : [set[0], .change(a2dp), set[1]]
+            let server = FakeServer(before)
+            server.clock = clock
+            server.script = [.change(connected), .pass(0.3)] + script + [.pass(2)]
+            let events = try run(server, store, apply: false, clock: clock)
+            #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override"], "over first: \(overFirst)")
+        }
+    }
+
     @Test func anotherClientsPickIsReportedAndRespected() throws {
         let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
         let all = try fixture("sim/pipewire-all")
