@@ -21,6 +21,14 @@ a_addr=00:11:22:33:44:55 a_name=WH-1000XM4 a_card=bluez_card.00_11_22_33_44_55
 port_now() { server_route | cut -d' ' -f2-; }
 port_is() { [ "$(port_now)" = "$1" ]; }
 verb_of() { profile_of "$1" | sed 's/ (.*//'; }
+# The default source's active port and its mute, as the server says.
+mic_now() {
+	printf '%s %s\n' "$(LC_ALL=C pactl -f json list sources | python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    if s["name"] == sys.argv[1]: print(s["active_port"])' "$(pactl get-default-source)")" "$(pactl get-source-mute @DEFAULT_SOURCE@)"
+}
+mic_port_is() { [ "$(mic_now | sed 's/ Mute: .*//')" = "$1" ]; }
 # expect_both NAME REGEX: both watchers printed a line matching REGEX since the mark.
 expect_both() {
 	local file
@@ -118,6 +126,36 @@ phone_tour() {
 	expect_step "$kind headset gone in a call: one route event to the receiver" \
 		"device-removed headset $card:[Out] Headphones \"Headphones (Sim Phone)\"" \
 		"route receiver (was headset) reason=old-device-unavailable output=$card:[Out] Earpiece"
+
+	if grep -q "^headset " "$root/sim/cards/$kind/jacks"; then
+		# The server gives each port the mute it remembers for it: a caller who muted would be heard
+		# on the headset's microphone. watch --apply keeps the call's mute as its input moves.
+		echo "-- $kind: muted in the call, the headset (with its microphone) plugged and pulled: still muted"
+		rc input mute on >/dev/null
+		settle
+		jack "$kind" headset in
+		wait_for "$kind: the headset's microphone" mic_port_is "[In] Headset" || true
+		settle
+		expect_eq "$kind muted, headset in: the headset's microphone, muted (server)" "[In] Headset Mute: yes" "$(mic_now)"
+		expect_eq "$kind muted, headset in: query mic_muted" yes "$(rc query mic_muted)"
+		jack "$kind" headset out
+		wait_for "$kind: the phone's microphone" mic_port_is "[In] Mic" || true
+		settle
+		expect_eq "$kind muted, headset out: the phone's microphone, muted (server)" "[In] Mic Mute: yes" "$(mic_now)"
+		echo "-- $kind: unmuted in the call: live on the headset's microphone, which the server remembers muted"
+		rc input mute off >/dev/null
+		settle
+		jack "$kind" headset in
+		wait_for "$kind: the headset's microphone" mic_port_is "[In] Headset" || true
+		settle
+		expect_eq "$kind unmuted, headset in: the headset's microphone, live (server)" "[In] Headset Mute: no" "$(mic_now)"
+		jack "$kind" headset out
+		wait_for "$kind: the phone's microphone" mic_port_is "[In] Mic" || true
+		settle
+		expect_eq "$kind unmuted, headset out: the phone's microphone, live (server)" "[In] Mic Mute: no" "$(mic_now)"
+		expect_eq "$kind unmuted, headset out: call.json has the call's mute" false \
+			"$(json_get call_mic_muted <"$XDG_RUNTIME_DIR/routectl/call.json")"
+	fi
 
 	echo "-- $kind: the microphone during the call, and call end from another shell"
 	run_rc rc input mute off
@@ -498,6 +536,24 @@ expect_eq "profiles.json a directory: call end says what it could not record, on
 	"$err"
 expect_match "profiles.json a directory: the call is over" "^call +no" "$(rc call status | head -1)"
 rmdir "$XDG_RUNTIME_DIR/routectl/profiles.json"
+
+echo "-- laptop: muted in a call, a Bluetooth headset takes the call and leaves it: the caller stays muted"
+start_watchers
+rc call start >/dev/null
+rc input mute on >/dev/null
+settle
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_for "the headset's microphone" sh -c "pactl get-default-source | grep -q '^bluez_'" || true
+settle
+expect_eq "muted, Bluetooth takes the call: its microphone, muted (server)" "bluez Mute: yes" \
+	"$(pactl get-default-source | cut -c1-5) $(pactl get-source-mute @DEFAULT_SOURCE@)"
+disconnect "$a_addr"
+wait_for "the laptop's microphone" sh -c "pactl get-default-source | grep -q '^alsa_input'" || true
+settle
+expect_eq "muted, Bluetooth leaves the call: the laptop's microphone, muted (server)" "alsa_input.sim-laptop.analog-stereo Mute: yes" \
+	"$(pactl get-default-source) $(pactl get-source-mute @DEFAULT_SOURCE@)"
+rc call end >/dev/null
+stop_watchers
 
 echo "-- laptop and a USB headset: the microphone chosen over the preferred one is back after the call"
 cards_server laptop usb-headset

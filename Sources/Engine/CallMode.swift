@@ -92,6 +92,10 @@ public struct CallMode {
                 record.callSourceMuted = source.mute
                 if record.micMuted == false { result = try unmuted(result, timeout: timeout) }
             }
+            if record.callMute == nil, let source = result.snapshot.defaultSource, !source.isMonitor {
+                // The call's mute from here on, which `watch --apply` keeps as the call's input moves.
+                record.callMute = CallRecord.Mute(muted: source.mute, at: clocks.wallMilliseconds())
+            }
             if !record.applied { markApplied(&record) }
             return Started(result: result, record: record, isNew: existing == nil)
         } catch {

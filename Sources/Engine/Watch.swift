@@ -99,6 +99,15 @@ public struct Watch {
     /// The input last printed, and its mute.
     var reportedInput: (source: String?, muted: Bool?) = (nil, nil)
     static let heldInputQuiet = RouteHold.quiet
+    /// With --apply, in a call: the call's microphone mute as this watcher knows it (`keepCallMute`),
+    /// the call's input (its source and port) with the mute last seen on it, and when (monotonic) the
+    /// input last moved.
+    var callMute: CallRecord.Mute?
+    var callInput: (key: String, muted: Bool)?
+    var callInputMovedAt: Double?
+    /// How long after the call's input moves the server's restore of its own mute may come (WirePlumber
+    /// restores a port's a moment after the port switch), in seconds.
+    static let callMuteWindow = 1.0
     /// The priority list and persistent default the rules were last applied with.
     var rulesSeen: (priority: [String], defaultTarget: RouteTarget)?
     var rulesCheckOwed = false
@@ -145,6 +154,8 @@ public struct Watch {
         if apply {
             clearStaleOverride(status)
             if let preferences = try? store.preferences() { rulesSeen = (preferences.priority, preferences.defaultTarget) }
+            // A call on already: its input as it stands now.
+            try? keepCallMute()
         }
         while !server.shouldStop {
             // Call mode began or ended since the last round (after its route event, once no move is held).
@@ -217,6 +228,7 @@ public struct Watch {
                 let routeLock = apply ? lockForMove() : nil
                 let next = try server.snapshotAfterChange(timeout: timeout)
                 let goOn = try handle(Change(previous: snapshot, current: next), next)
+                if goOn, apply { try keepCallMute() }
                 withExtendedLifetime(routeLock) {}
                 guard goOn else { break }
             } catch let error as EngineError {
@@ -484,6 +496,46 @@ public struct Watch {
         guard emitSteps(steps) else { return false }
         snapshot = after
         return true
+    }
+
+    /// The call's microphone mute stays the call's as its input moves (a headset plugged, Bluetooth
+    /// taking or leaving the call, a mic jack): the server gives each source, or each port, the mute
+    /// it remembers for it, so a caller who muted would otherwise be heard. Within
+    /// `callMuteWindow` of a move, the input's mute is put back to the call's: the one routectl last
+    /// set (`call.json`: `call start`, `input mute`, D-Bus MuteMic), or a change seen on the input
+    /// since, whichever is newer. Outside that window a change of the input's mute is the user's (any
+    /// tool's) and becomes the call's. Under the route lock, after the change is handled; a step on
+    /// the way (more notifications queued) is left for the change that ends it.
+    mutating func keepCallMute() throws {
+        let record = try? store.callRecord()
+        guard let record, record.applied else {
+            callMute = nil
+            callInput = nil
+            callInputMovedAt = nil
+            return
+        }
+        guard let source = snapshot.defaultSource, !source.isMonitor else { return }
+        if let asked = record.callMute, asked.at > callMute?.at ?? .min { callMute = asked }
+        let key = source.name + "\u{0}" + (source.activePort ?? "")
+        let now = clocks.monotonic()
+        guard let seen = callInput else {
+            callInput = (key, source.mute)
+            if callMute == nil { callMute = CallRecord.Mute(muted: source.mute, at: clocks.wallMilliseconds()) }
+            return
+        }
+        if seen.key != key { callInputMovedAt = now }
+        callInput = (key, source.mute)
+        guard let moved = callInputMovedAt, now - moved < Self.callMuteWindow else {
+            if seen.key == key, seen.muted != source.mute {
+                callMute = CallRecord.Mute(muted: source.mute, at: clocks.wallMilliseconds())
+            }
+            return
+        }
+        guard let wanted = callMute?.muted, source.mute != wanted, !server.hasPendingChanges() else { return }
+        _ = try server.apply([.setSourceMute(source: source.name, mute: wanted)], timeout: timeout) { s in
+            s.sources.first { $0.name == source.name }?.mute == wanted
+        }
+        callInput = (key, wanted)
     }
 
     /// Rule 8's "for the call only" for a card that left during a call (`owedProfiles`): outside a

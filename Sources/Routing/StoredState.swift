@@ -109,6 +109,17 @@ public struct CallRecord: Equatable, Sendable {
         }
     }
 
+    /// A microphone mute routectl set, and when (milliseconds of the real-time clock).
+    public struct Mute: Equatable, Sendable {
+        public var muted: Bool
+        public var at: Int64
+
+        public init(muted: Bool, at: Int64) {
+            self.muted = muted
+            self.at = at
+        }
+    }
+
     /// When the call began, in milliseconds of the real-time clock.
     public var startedAt: Int64
     /// `call start --speaker` (or the phone UI's speaker button): the call's target is the speaker.
@@ -124,6 +135,10 @@ public struct CallRecord: Equatable, Sendable {
     /// before routectl made it live: put back at the end, before its profile goes.
     public var callSource: String?
     public var callSourceMuted: Bool?
+    /// The call's microphone mute as routectl last set it (`call start`, `input mute`, D-Bus MuteMic),
+    /// and when: `watch --apply` keeps it on the call's input as that moves. Nil in a record written
+    /// before routectl kept it.
+    public var callMute: Mute?
     /// The override in force before the call: set aside for the call, put back at its end.
     public var override: OverrideRecord?
     /// The external outputs present when the call began: the route before the call is restored only
@@ -138,7 +153,7 @@ public struct CallRecord: Equatable, Sendable {
 
     public init(startedAt: Int64, speaker: Bool, profiles: [CardProfile] = [], output: String? = nil, defaultSink: String? = nil,
                 defaultSource: String? = nil, micMuted: Bool? = nil, callSource: String? = nil, callSourceMuted: Bool? = nil,
-                override: OverrideRecord? = nil, externals: [String] = [], inputs: [String]? = nil, applied: Bool = true) {
+                callMute: Mute? = nil, override: OverrideRecord? = nil, externals: [String] = [], inputs: [String]? = nil, applied: Bool = true) {
         self.applied = applied
         self.startedAt = startedAt
         self.speaker = speaker
@@ -149,6 +164,7 @@ public struct CallRecord: Equatable, Sendable {
         self.micMuted = micMuted
         self.callSource = callSource
         self.callSourceMuted = callSourceMuted
+        self.callMute = callMute
         self.override = override
         self.externals = externals.sorted()
         self.inputs = inputs

@@ -317,7 +317,7 @@ extension CallRecord: StateRecord {
                   output: try fields.optionalString("output"), defaultSink: try fields.optionalString("default_sink"),
                   defaultSource: try fields.optionalString("default_source"), micMuted: try fields.optionalBool("mic_muted"),
                   callSource: try fields.optionalString("call_source"), callSourceMuted: try fields.optionalBool("call_source_muted"),
-                  override: override, externals: try fields.strings("externals"),
+                  callMute: try Self.mute(fields), override: override, externals: try fields.strings("externals"),
                   inputs: fields.json["inputs"].map { $0.isNull } == false ? try fields.strings("inputs") : nil,
                   applied: try fields.optionalBool("applied") ?? true)
     }
@@ -328,9 +328,23 @@ extension CallRecord: StateRecord {
                 ("profiles", CardProfile.json(profiles)),
                 ("output", optional(output)), ("default_sink", optional(defaultSink)), ("default_source", optional(defaultSource)),
                 ("mic_muted", micMuted.map(JSON.bool) ?? .null), ("call_source", optional(callSource)),
-                ("call_source_muted", callSourceMuted.map(JSON.bool) ?? .null), ("override", override.map { .object($0.fields) } ?? .null),
+                ("call_source_muted", callSourceMuted.map(JSON.bool) ?? .null),
+                ("call_mic_muted", callMute.map { .bool($0.muted) } ?? .null), ("call_mic_muted_at", callMute.map { .int($0.at) } ?? .null),
+                ("override", override.map { .object($0.fields) } ?? .null),
                 ("externals", .array(externals.map(JSON.string))), ("inputs", inputs.map { .array($0.map(JSON.string)) } ?? .null),
                 ("applied", .bool(applied))]
+    }
+}
+
+extension CallRecord {
+    /// `call_mic_muted` with its `call_mic_muted_at`: both or neither.
+    static func mute(_ fields: Fields) throws(FieldError) -> Mute? {
+        let muted = try fields.optionalBool("call_mic_muted"), at = try fields.optionalInt("call_mic_muted_at")
+        guard let muted, let at else {
+            if muted != nil { throw FieldError(key: "call_mic_muted_at", problem: "missing") }
+            return nil
+        }
+        return Mute(muted: muted, at: at)
     }
 }
 

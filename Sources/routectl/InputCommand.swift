@@ -72,18 +72,42 @@ extension RouteCommands {
 
     /// Mutes or unmutes (nil: toggles) the default input, read back; what `input mute` and D-Bus's
     /// MuteMic share. Fails (exit 1) when there is no default input.
+    ///
+    /// In a call the mute is the call's: it is recorded in `call.json` (under the route lock, as `call
+    /// start` and `call end` write that file) before the server is asked, so that `watch --apply`
+    /// keeps it on the call's input as that moves (a headset plugged, Bluetooth taking the call) and
+    /// never takes it for the server restoring a port's own mute. A change the server refuses puts
+    /// the record back.
     static func setMicMute(_ wanted: Bool?, on connection: PulseConnection, _ options: GlobalOptions) throws(Failure) -> Snapshot {
-        try onServer {
-            let before = try connection.latestSnapshot(timeout: options.timeout, parts: [.sources])
-            guard let source = before.defaultSource, !source.isMonitor else {
-                throw Failure(status: .failed, message: "No microphone: the server has no default input (see 'routectl input list').")
+        let store = State.store()
+        var lock: AnyObject?
+        var call: CallRecord?
+        if try State.call(store) != nil {
+            lock = try CallCommand.locked(StatePreferences(store))
+            call = try State.call(store)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let before = try onServer { try connection.latestSnapshot(timeout: options.timeout, parts: [.sources]) }
+        guard let source = before.defaultSource, !source.isMonitor else {
+            throw Failure(status: .failed, message: "No microphone: the server has no default input (see 'routectl input list').")
+        }
+        let mute = wanted ?? !source.mute
+        if let call, call.applied, call.callMute?.muted != mute || mute != source.mute {
+            var marked = call
+            marked.callMute = CallRecord.Mute(muted: mute, at: State.nowMilliseconds())
+            do { try store.saveCall(marked) } catch { throw State.failure(error) }
+        }
+        guard mute != source.mute else { return before }
+        do {
+            return try onServer {
+                try connection.apply([.setSourceMute(source: source.name, mute: mute)], timeout: max(options.timeout, settleSeconds),
+                                     readBack: .snapshot([.sources])) { s in
+                    s.sources.first { $0.name == source.name }?.mute == mute
+                }
             }
-            let mute = wanted ?? !source.mute
-            guard mute != source.mute else { return before }
-            return try connection.apply([.setSourceMute(source: source.name, mute: mute)], timeout: max(options.timeout, settleSeconds),
-                                        readBack: .snapshot([.sources])) { s in
-                s.sources.first { $0.name == source.name }?.mute == mute
-            }
+        } catch {
+            if let call, call.applied { try? store.saveCall(call) }
+            throw error
         }
     }
 

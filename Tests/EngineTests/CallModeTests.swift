@@ -60,6 +60,7 @@ import Testing
         #expect(started.result.snapshot.defaultSource?.mute == false)
         #expect(store.call?.callSource == callSource)
         #expect(store.call?.callSourceMuted == true, "the mute the call found, for call end")
+        #expect(store.call?.callMute?.muted == false, "the call's own mute, kept as its input moves")
         server.applied = []
         server.current.sources[i].mute = true
         _ = try mode.start(speaker: true, timeout: 1)

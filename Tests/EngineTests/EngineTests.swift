@@ -1169,6 +1169,53 @@ import Testing
         }
     }
 
+    /// The call's microphone mute stays the call's when its input moves: the server gives the new
+    /// port (or source) the mute it remembers for it, and `watch --apply` puts the call's back, the
+    /// one routectl set (`call.json`) or one another tool set since on the input; within a second of
+    /// the move, only routectl's own mute is told from the server's. No call, nothing is touched.
+    @Test func theCallsMuteStaysAsItsInputMoves() throws {
+        let laptop = try fixture("sim/pulseaudio-laptop")
+        let source = try #require(laptop.defaultSource?.name)
+        func input(_ port: String, muted: Bool) -> Snapshot {
+            var s = laptop
+            if let i = s.sources.firstIndex(where: { $0.name == source }) {
+                s.sources[i].activePort = port
+                s.sources[i].mute = muted
+            }
+            return s
+        }
+        let builtIn = "analog-input-internal-mic", jack = "analog-input-mic"
+        func mutes(start: Snapshot, recorded: Bool?, _ steps: (FakeStore) -> [FakeServer.Step]) throws -> [Bool] {
+            let clock = ManualClock()
+            let store = FakeStore()
+            store.call = recorded.map { CallRecord(startedAt: 10_000, speaker: false, callMute: CallRecord.Mute(muted: $0, at: 10_000)) }
+            let server = FakeServer(start)
+            server.clock = clock
+            server.script = steps(store) + [.pass(2)]
+            _ = try run(server, store, apply: true, clock: clock)
+            return server.applied.flatMap { $0 }.compactMap { action in
+                if case let .setSourceMute(name, mute) = action, name == source { return mute } else { return nil }
+            }
+        }
+        // Muted with routectl; the jack's port comes live: muted again.
+        #expect(try mutes(start: input(builtIn, muted: true), recorded: true) { _ in [.change(input(jack, muted: false))] } == [true])
+        // Muted with another tool during the call (no move): that is the call's mute when the input moves.
+        #expect(try mutes(start: input(builtIn, muted: false), recorded: false) { _ in
+            [.change(input(builtIn, muted: true)), .pass(2), .change(input(jack, muted: false))]
+        } == [true])
+        // routectl's own unmute within the second after the move stands.
+        #expect(try mutes(start: input(builtIn, muted: true), recorded: true) { store in
+            [.change(input(jack, muted: false)),
+             .run { store.call?.callMute = CallRecord.Mute(muted: false, at: 1_000_100) }, .change(input(jack, muted: false))]
+        } == [true])
+        // Another tool's unmute past that second stands too.
+        #expect(try mutes(start: input(builtIn, muted: true), recorded: true) { _ in
+            [.change(input(jack, muted: false)), .pass(2), .change(input(jack, muted: false)), .pass(2), .change(input(builtIn, muted: false))]
+        } == [true])
+        // No call: the server's mutes are its own.
+        #expect(try mutes(start: input(builtIn, muted: true), recorded: nil) { _ in [.change(input(jack, muted: false))] }.isEmpty)
+    }
+
     @Test func anotherClientsPickIsReportedAndRespected() throws {
         let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
         let all = try fixture("sim/pipewire-all")

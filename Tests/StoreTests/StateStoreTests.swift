@@ -315,6 +315,19 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
         }
     }
 
+    /// `call.json` keeps the call's mute with its time; half of the pair is a broken file.
+    @Test func theCallRecordKeepsTheCallsMuteWithItsTime() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            let record = Routing.CallRecord(startedAt: 5, speaker: false, callMute: .init(muted: true, at: 7))
+            try store.saveCall(record)
+            #expect(try store.loadCall() == record)
+            let file = try #require(store.call)
+            try write(#"{"version":1,"started_at":5,"speaker":false,"externals":[],"call_mic_muted":true}"#, to: file.path)
+            #expect(stateError { try store.loadCall() }?.problem.contains("call_mic_muted_at: missing") == true)
+        }
+    }
+
     /// `profiles.json`, the profiles owed to cards that left during a call: changed read fresh under
     /// its lock, gone when nothing is owed; advisory, so an unreadable one owes nothing and is replaced.
     @Test func owedProfilesAreAdvisoryAndGoWhenPaid() throws {
