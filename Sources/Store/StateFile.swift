@@ -228,6 +228,10 @@ public struct StateFile<Record: StateRecord>: Sendable {
             guard case let .int(number) = version else {
                 throw StateError(path: path, problem: "not a routectl \(Record.fileKind) file (version: expected an integer); fix or remove it")
             }
+            // Versions count from 1: no routectl wrote 0 or less.
+            guard number >= 1 else {
+                throw StateError(path: path, problem: "not a routectl \(Record.fileKind) file (version: \(number) is no version; they count from 1); fix or remove it")
+            }
             guard number <= Record.version else {
                 throw StateError(path: path, problem: "version \(number) is newer than this routectl knows (\(Record.version)); upgrade routectl, or remove the file to start afresh")
             }

@@ -234,7 +234,8 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
     }
 
     /// A hand-edited file routectl did not write: a member given twice (parsers disagree on which
-    /// counts) or a version that is not a number is an error naming the file, and the file is kept.
+    /// counts) or a version that is not a number, or not one (0 or less), is an error naming the file,
+    /// and the file is kept.
     @Test func aMemberGivenTwiceOrAVersionInQuotesIsAnError() throws {
         try withScratch { dir in
             let store = StateStore(stateHome: dir, runtimeDir: dir)
@@ -246,6 +247,8 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
                                      "member 'k7' is given twice"),
                                     (#"{"version":"1","default":"earpiece"}"#, "version: expected an integer"),
                                     (#"{"version":1.0,"default":"earpiece"}"#, "version: expected an integer"),
+                                    (#"{"version":0,"default":"earpiece"}"#, "version: 0 is no version"),
+                                    (#"{"version":-1,"default":"earpiece"}"#, "version: -1 is no version"),
                                     (#"{"version":1,"priority":["bt",""]}"#, "priority[1]: a malformed id"),
                                     (#"{"version":1,"priority":["a\u0007b"]}"#, "priority[0]: a malformed id")] {
                 try write(text, to: store.stateFile)
