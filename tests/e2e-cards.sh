@@ -364,6 +364,39 @@ expect_eq "hidden speaker beside an available HDMI: the headphones keep the soun
 jack laptop headphone out
 wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
 
+echo "-- set speaker --force behind the headphones, then the monitor wakes: the headphones get the sound, the override goes"
+# The server makes the waking monitor the default (it keeps none whose port a jack hides beside an
+# available output): routectl cannot put the sound back on that speaker, so rule 7 gives it to the
+# headphones, and the override it cannot keep goes, saying why.
+jack hdmi hdmi out
+wait_for "HDMI not available" sh -c "'$routectl' devices | grep -q ' no  *[a-z-]*  *$hdmi_id '"
+jack laptop headphone in
+wait_for "the server on the headphones" server_is "$laptop analog-output-headphones"
+start_watchers
+run_rc rc set speaker --force
+expect_rc "the monitor asleep: set speaker --force: exit 0" 0
+wait_line "$apply" 1 "^route speaker \(was headset\) reason=override" || true
+quiet "$watch" "$apply" || true
+mark
+jack hdmi hdmi in
+wait_line "$apply" 1 "^route headset \(was unknown\) reason=restored" || true
+wait_line "$watch" 1 "^route headset \(was unknown\) reason=restored" || true
+quiet "$watch" "$apply" || true
+expect_eq "the monitor woke: the headphones have the sound (server)" "$laptop analog-output-headphones" "$(server_route)"
+expect_eq "the monitor woke: the override went" none "$(rc query override)"
+expect_eq "the monitor woke: watch --apply says why the override went" \
+	"override-cleared speaker: '$hdmi_id' appeared; the speaker behind the plugged jack cannot keep the sound beside it" \
+	"$(since "$apply" override-cleared)"
+for file in "$watch" "$apply"; do
+	expect_eq "the monitor woke: the steal, then the headphones ($(mode "$file"))" \
+		"route unknown (was speaker) reason=new-device-available output=$hdmi_id
+route headset (was unknown) reason=restored output=$phones_id" "$(since "$file" route)"
+done
+expect_match "the monitor woke: why says restored" "^rule +restored: " "$(rc why | grep '^rule')"
+stop_watchers
+jack laptop headphone out
+wait_for "the server on the speaker" server_is "$laptop analog-output-speaker"
+
 echo "-- the monitor awake, plain watch alone: a jack plugged and pulled is one route event each; wait sees no step on the way"
 # WirePlumber passes through the HDMI output for a millisecond on each, before it switches the
 # laptop's port; PulseAudio goes straight. No watch --apply runs to explain anything.

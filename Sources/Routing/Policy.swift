@@ -170,10 +170,22 @@ public enum Policy {
             }
         } else if let now = change.current.output, let old = change.previous.output, now.id != old.id,
                   mayNotSteal(now, preferences.priority), change.added.contains(where: { $0.id == now.id }) || recentlyAdded.contains(now.id),
-                  let back = change.current.outputs.first(where: { $0.id == old.id && $0.isAvailable && !$0.isHiddenByJack }) {
+                  let back = change.current.outputs.first(where: { $0.id == old.id && $0.isAvailable }) {
             // The server made an unlisted HDMI output the default as it appeared: put the route back.
-            decision.request = .output(back)
-            decision.reason = .restored
+            if !back.isHiddenByJack {
+                decision.request = .output(back)
+                decision.reason = .restored
+            } else if !ranked(change.current, state, by: preferences).isEmpty {
+                // Back onto a speaker behind a plugged jack (`set speaker --force`) it cannot go: the
+                // server moves a default whose port the jack hides to any sink it can use, the monitor
+                // now. The device the rules rank first (the plugged headphones) gets the sound, and an
+                // override that asked for that speaker goes: it cannot be kept while the monitor is here.
+                decision.request = choice(change.current, state, defaultTarget: preferences.baseTarget, by: preferences)
+                decision.reason = .restored
+                if let override = preferences.override, override.isBuiltIn {
+                    decision.clearOverride = "'\(now.id)' appeared; the \(back.route.rawValue) behind the plugged jack cannot keep the sound beside it"
+                }
+            }
         } else if change.added.isEmpty, change.removed.isEmpty, change.profileChanged.isEmpty, change.routeChanged,
                   let old = change.previous.output, let card = old.cardName, change.current.output?.cardName == card,
                   recentlyRemoved.contains(where: { Output.id($0, isOn: card) }),

@@ -250,6 +250,43 @@ struct PolicyRun {
         #expect(l.reason == .newDeviceAvailable && s == "tv")
     }
 
+    /// `set speaker --force` with headphones plugged puts the sound on the speaker behind the jack; a
+    /// monitor waking then is made the default by the server, which will not keep a default whose port
+    /// the jack hides beside it. Not left on the monitor: the headphones get the sound, and the
+    /// override that cannot be kept goes, saying why.
+    @Test func aMonitorWakingBesideASpeakerForcedBehindTheJackGivesTheSoundToTheHeadphones() throws {
+        var forced = try fixture("sim/pulseaudio-laptop-headphones")
+        forced.sinks[0].activePort = "analog-output-speaker"
+        let hdmi = try fixture("sim/pulseaudio-hdmi")
+        var woken = forced
+        var card = hdmi.cards[0], sink = hdmi.sinks[0]
+        card.index = 90
+        sink.index = 91
+        sink.card = 90
+        woken.cards.append(card)
+        woken.sinks.append(sink)
+        woken.server.defaultSinkName = sink.name
+        let before = Status(snapshot: forced)
+        #expect(before.output?.route == .speaker && before.output?.isHiddenByJack == true)
+        var state = PolicyState(status: before)
+        let d = Policy.decide(Change(previous: forced, current: woken), state: &state, preferences: Preferences(override: .speaker),
+                              muteOnFallback: false)
+        #expect(d.reason == .restored)
+        #expect(try Planner.plan(woken, #require(d.request)).output?.route == .headset)
+        #expect(d.clearOverride == "'alsa_card.sim-hdmi:hdmi-output-0' appeared; the speaker behind the plugged jack cannot keep the sound beside it")
+        // Not hidden, the speaker is where the route goes back to, the override standing.
+        var plain = try fixture("sim/pulseaudio-laptop")
+        plain.cards.append(card)
+        plain.sinks.append(sink)
+        plain.server.defaultSinkName = sink.name
+        var fresh = PolicyState(status: Status(snapshot: try fixture("sim/pulseaudio-laptop")))
+        let back = Policy.decide(Change(previous: try fixture("sim/pulseaudio-laptop"), current: plain), state: &fresh,
+                                 preferences: Preferences(override: .speaker), muteOnFallback: false)
+        let speaker = try #require(Status(snapshot: plain).outputs.first { $0.route == .speaker })
+        #expect(back.reason == .restored && back.request == .output(speaker))
+        #expect(back.clearOverride == nil)
+    }
+
     /// `clear` and `call end` ask the rules with no device change to react to: a listed output ranked
     /// above the headphones in use gets the sound there, as `watch --apply` gives it.
     @Test func theRulingPutsTheSoundOnAListedOutputAboveTheHeadphonesInUse() throws {
