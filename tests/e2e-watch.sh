@@ -245,6 +245,28 @@ expect_rc "set >/dev/full: exit 1" 1
 expect_eq "set >/dev/full: says why" "routectl: cannot write to standard output: No space left on device" "$err"
 rc clear >/dev/null
 
+echo "-- a playing stream moved with the route is no stop; a real stop is reported"
+set_default sim-speaker
+start_watch watch --apply --json
+pacat --playback /dev/zero &
+player=$!
+wait_event "$dir/events" 1 engaged engaged=true
+plug headset sim-stream-headset
+default_is sim-stream-headset
+wait_event "$dir/events" 1 route route=headset reason=new-device-available
+unplug sim-stream-headset
+default_is sim-speaker
+wait_event "$dir/events" 1 route route=speaker reason=old-device-unavailable
+settle
+expect_eq "a stream moved with the route: no engaged false" 0 "$(events "$dir/events" engaged engaged=false)"
+expect_eq "a stream moved with the route: no other-audio stopped" 0 "$(events "$dir/events" other-audio playing=false)"
+kill "$player"; wait "$player" 2>/dev/null || true
+wait_event "$dir/events" 1 engaged engaged=false || true
+wait_event "$dir/events" 1 other-audio playing=false || true
+expect_eq "the stream stopped: engaged false, once" 1 "$(events "$dir/events" engaged engaged=false)"
+expect_eq "the stream stopped: other-audio stopped, once" 1 "$(events "$dir/events" other-audio playing=false)"
+stop_watch
+
 echo "-- wait: returns on a plug, times out otherwise"
 run_rc rc wait speaker --timeout 2
 expect_rc "wait for the current route: exit 0" 0

@@ -98,6 +98,11 @@ public struct Watch {
     var heldInput: (event: Event, since: Double, until: Double)?
     /// The input last printed, and its mute.
     var reportedInput: (source: String?, muted: Bool?) = (nil, nil)
+    /// `engaged no` and `other-audio stopped` (by event type), held until (monotonic) a moment has
+    /// passed (`heldInputQuiet`): while the server moves a playing stream to another sink (the route
+    /// changed, a device went), a snapshot can show it on no sink or corked for a few milliseconds.
+    /// Playing again by then, nothing is printed.
+    var heldStops: [String: Double] = [:]
     static let heldInputQuiet = RouteHold.quiet
     /// With --apply, in a call: the call's microphone mute as this watcher knows it (`keepCallMute`),
     /// the call's input (its source and port) with the mute last seen on it, and when (monotonic) the
@@ -204,15 +209,16 @@ public struct Watch {
                     guard try applyChangedRules() else { break }
                     rulesCheckOwed = false
                 }
-                guard releaseHeldInput(dueOnly: true) else { break }
-                let wake = ([hold?.wakeAt, callEventDue, heldInput?.until] + departures.values.map(\.deadline)).compactMap { $0 }.min()
+                guard releaseHeldEvents(dueOnly: true) else { break }
+                let wake = ([hold?.wakeAt, callEventDue, heldInput?.until, heldStops.values.min()] + departures.values.map(\.deadline))
+                    .compactMap { $0 }.min()
                 let wait = wake.map { max(0, $0 - clocks.monotonic()) }
                 let changed = try server.waitForChanges(timeout: wait)
                 // What remote clients asked is carried out between rounds, never inside their callbacks.
                 serveRemote()
                 guard changed else {
                     if server.shouldStop { break }
-                    guard releaseHeldInput(dueOnly: true) else { break }
+                    guard releaseHeldEvents(dueOnly: true) else { break }
                     guard try holdDownsPassed() else { break }
                     // Done and quiet, or out of time: report where the route is now.
                     adoptIntent(snapshot)
@@ -239,7 +245,7 @@ public struct Watch {
                     // D-Bus service goes on answering. Ending here would take the phone shell's call
                     // audio service down with it.
                     sayStateTrouble(error)
-                    guard releaseHeldInput(dueOnly: false), server.pause(seconds: 1) else { break }
+                    guard releaseHeldEvents(dueOnly: false), server.pause(seconds: 1) else { break }
                     continue
                 }
                 guard server.isConnected else {
@@ -258,7 +264,7 @@ public struct Watch {
                 warn("\(error)")
             }
         }
-        _ = releaseHeldInput(dueOnly: false)
+        _ = releaseHeldEvents(dueOnly: false)
         // A move still held when the watch ends is reported as it stands.
         if let held = hold {
             hold = nil
@@ -1170,7 +1176,7 @@ public struct Watch {
             }
             let status = Status(snapshot: snapshot)
             // The input as the server came back with it: later input events start from there.
-            guard releaseHeldInput(dueOnly: false) else { return false }
+            guard releaseHeldEvents(dueOnly: false) else { return false }
             reportedInput = (status.defaultInput, status.micMuted)
             return emit(.recovered(route: status.route, output: status.output))
         }
@@ -1260,10 +1266,14 @@ public struct Watch {
         return true
     }
 
-    /// Prints the held `input` event (`heldInput`), once its moment has passed unless `dueOnly` is
-    /// false. False when stdout is gone.
-    mutating func releaseHeldInput(dueOnly: Bool) -> Bool {
+    /// Prints the held events (`heldStops`, `heldInput`), once their moment has passed unless
+    /// `dueOnly` is false. False when stdout is gone.
+    mutating func releaseHeldEvents(dueOnly: Bool) -> Bool {
         let now = clocks.monotonic()
+        for (type, until) in heldStops.sorted(by: { $0.key < $1.key }) where !dueOnly || until <= now {
+            heldStops[type] = nil
+            guard deliver(type == "engaged" ? .engaged(false) : .otherAudio(playing: false)) else { return false }
+        }
         guard let held = heldInput, !dueOnly || held.until <= now else { return true }
         if dueOnly, now < held.since + RouteHold.limit, snapshot.isReturning(toInput: reportedInput.source) {
             heldInput?.until = now + Self.heldInputQuiet
@@ -1275,6 +1285,16 @@ public struct Watch {
 
     /// Prints one event, flushed; false when stdout is gone (a closed pipe ends watch quietly).
     mutating func emit(_ event: Event) -> Bool {
+        switch event {
+        case .engaged(false), .otherAudio(playing: false):
+            if heldStops[event.type] == nil { heldStops[event.type] = clocks.monotonic() + Self.heldInputQuiet }
+            return true
+        case .engaged(true), .otherAudio(playing: true):
+            // Stopped and playing again within the moment: a stream moved, nothing to say.
+            return heldStops.removeValue(forKey: event.type) != nil || deliver(event)
+        default:
+            break
+        }
         // Other events go out as they come: a headset's combo jack moves the route and the
         // microphone's port in one plug, and the route event does not end the microphone's step.
         guard case let .input(source, _, _, muted) = event else { return deliver(event) }

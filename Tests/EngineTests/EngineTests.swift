@@ -1216,6 +1216,35 @@ import Testing
         #expect(try mutes(start: input(builtIn, muted: true), recorded: nil) { _ in [.change(input(jack, muted: false))] }.isEmpty)
     }
 
+    /// A playing stream the server moves (its sink gone, the route changed) shows on no sink for a
+    /// few milliseconds: no `engaged no`/`other-audio stopped` for that. A real stop is reported once
+    /// the moment has passed; both modes.
+    @Test func aStreamMovedIsNoStopButAStopIs() throws {
+        var playing = try fixture("sim/pulseaudio-laptop")
+        let sink = try #require(playing.defaultSink?.index)
+        playing.sinkInputs = [SinkInput(index: 7, sink: sink)]
+        var none = playing
+        none.sinkInputs = []
+        func stops(_ script: [FakeServer.Step], apply: Bool) throws -> [String] {
+            let clock = ManualClock()
+            let server = FakeServer(playing)
+            server.clock = clock
+            server.script = script
+            return try run(server, FakeStore(), apply: apply, clock: clock).compactMap { event in
+                switch event {
+                case let .engaged(on): return "engaged \(on)"
+                case let .otherAudio(on): return "other-audio \(on)"
+                default: return nil
+                }
+            }
+        }
+        for apply in [false, true] {
+            #expect(try stops([.change(none), .pass(0.01), .change(playing), .pass(0.2)], apply: apply).isEmpty, "apply: \(apply)")
+            #expect(try stops([.change(none), .pass(0.2), .change(playing), .pass(0.2)], apply: apply)
+                    == ["engaged false", "other-audio false", "engaged true", "other-audio true"], "apply: \(apply)")
+        }
+    }
+
     @Test func anotherClientsPickIsReportedAndRespected() throws {
         let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
         let all = try fixture("sim/pipewire-all")
