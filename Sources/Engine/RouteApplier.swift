@@ -7,8 +7,10 @@ public struct RouteApplier {
     /// How long a change may take to show on the server before routectl reports what it sees instead.
     public static let settleSeconds = 3.0
     /// How long an acknowledged change of the default sink may take to show before routectl asks a
-    /// fresh connection (`AudioServer.refreshStaleDefaults`): WirePlumber carries it out within
-    /// milliseconds, in 0.3–0.45 s among 500 sinks; a connection that missed it would wait for ever.
+    /// fresh connection (`AudioServer.refreshStaleDefaults`), when a client connected meanwhile:
+    /// WirePlumber carries it out within milliseconds, in 0.3–1 s among 500 sinks; a connection that
+    /// missed it would wait for ever. While no client connects, this connection cannot miss it, and
+    /// waits on: a fresh connection would itself keep the change from every other client there.
     public static let staleAfter = 0.5
 
     public let server: any AudioServer
@@ -97,13 +99,11 @@ public struct RouteApplier {
                 // A wait ends early when the planned output went meanwhile (a headset disconnecting as
                 // it was chosen): nothing more will come, and the route lock is not held for nothing.
                 let over = { (s: Snapshot) in Self.settled(s, plan) || Self.outputGone(s, plan) }
+                let clients = server.clientsArrived
                 snapshot = try server.apply(plan.actions, timeout: limit, readBack: readBack) { namesDefault || over($0) }
                 if namesDefault, !over(snapshot) {
-                    // A new default waits a moment for the server, then for a fresh connection's view of it.
-                    snapshot = try server.apply([], timeout: Self.staleAfter, readBack: readBack, settled: over)
-                    if !over(snapshot), !Self.portOverruled(snapshot, plan, before: portBefore) {
-                        _ = try server.refreshStaleDefaults(timeout: timeout)
-                        snapshot = try server.apply([], timeout: limit - Self.staleAfter, readBack: readBack, settled: over)
+                    snapshot = try defaultShown(limit: limit, clientsBefore: clients, readBack: readBack, settled: over) { s in
+                        Self.portOverruled(s, plan, before: portBefore)
                     }
                 }
                 if !plan.needsReplan {
@@ -161,6 +161,30 @@ public struct RouteApplier {
         guard !owed.isEmpty else { return }
         // The first profile owed is the one from before the call.
         store.updateOwedProfiles { current in current + owed.filter { card in !current.contains { $0.card == card.card } } }
+    }
+
+    /// Reads the server back after a new default was asked for, until `settled`, the server's own
+    /// choice of port (`overruled`), or `limit` seconds: waiting on this connection while no client
+    /// connects (it cannot miss the change then), and in slices of `staleAfter`; once a client has
+    /// connected since the request (`clientsBefore`), a fresh connection is asked, once. So is one at
+    /// the end, for a client this connection did not see (one that connected as it subscribed).
+    func defaultShown(limit: Double, clientsBefore: Int, readBack: ReadBack, settled: (Snapshot) -> Bool,
+                      overruled: (Snapshot) -> Bool) throws -> Snapshot {
+        var waited = 0.0, refreshed = false
+        var snapshot: Snapshot
+        repeat {
+            let slice = min(Self.staleAfter, limit - waited)
+            snapshot = try server.apply([], timeout: slice, readBack: readBack, settled: settled)
+            waited += slice
+            if settled(snapshot) || overruled(snapshot) { return snapshot }
+            if !refreshed, server.clientsArrived != clientsBefore || waited >= limit {
+                _ = try server.refreshStaleDefaults(timeout: max(limit - waited, Self.staleAfter))
+                refreshed = true
+                snapshot = try server.apply([], timeout: max(limit - waited, 0.05), readBack: readBack, settled: settled)
+                return snapshot
+            }
+        } while waited < limit
+        return snapshot
     }
 
     /// The server shows the plan carried out: after a profile switch, the sink it brought

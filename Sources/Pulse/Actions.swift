@@ -45,8 +45,8 @@ extension RequestBatch: Sendable {}
 extension Request: Sendable {}
 
 extension PulseConnection {
-    /// Subscribes to the facilities routing depends on; CLIENT is left out because every pactl run
-    /// makes noise there. The corresponding C function is `pa_context_subscribe`.
+    /// Subscribes to the facilities routing depends on (a watcher's subscription: CLIENT is left out,
+    /// as every pactl run makes noise there). The corresponding C function is `pa_context_subscribe`.
     public func subscribe(timeout: Double) throws(PulseError) {
         guard !subscribed else { return }
         let batch = RequestBatch()
@@ -55,19 +55,30 @@ extension PulseConnection {
     }
 
     /// Sends the subscription as one request of `batch`; it holds from the moment the server reads
-    /// it, so requests sent after it in the same batch are seen with their notifications.
-    func sendSubscribe(in batch: RequestBatch) throws(PulseError) {
+    /// it, so requests sent after it in the same batch are seen with their notifications. `clients`:
+    /// a command's read-back also counts the clients that connect (`clientsArrived`), never a change
+    /// to refetch for.
+    func sendSubscribe(in batch: RequestBatch, clients: Bool = false) throws(PulseError) {
         let ctx = try liveContext("Failed to subscribe to server events")
-        pa_context_set_subscribe_callback(ctx, { _, _, _, ud in
-            Unmanaged<PulseConnection>.fromOpaque(ud!).takeUnretainedValue().changes += 1
+        pa_context_set_subscribe_callback(ctx, { _, type, _, ud in
+            let connection = Unmanaged<PulseConnection>.fromOpaque(ud!).takeUnretainedValue()
+            if type.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue == PA_SUBSCRIPTION_EVENT_CLIENT.rawValue {
+                if type.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue == PA_SUBSCRIPTION_EVENT_NEW.rawValue {
+                    connection.clientsArrived += 1
+                }
+                return
+            }
+            connection.changes += 1
         }, Unmanaged.passUnretained(self).toOpaque())
         let mask = PA_SUBSCRIPTION_MASK_SINK.rawValue | PA_SUBSCRIPTION_MASK_SOURCE.rawValue
             | PA_SUBSCRIPTION_MASK_SINK_INPUT.rawValue | PA_SUBSCRIPTION_MASK_SOURCE_OUTPUT.rawValue
             | PA_SUBSCRIPTION_MASK_CARD.rawValue | PA_SUBSCRIPTION_MASK_SERVER.rawValue
+            | (clients ? PA_SUBSCRIPTION_MASK_CLIENT.rawValue : 0)
         try send(Request("Failed to subscribe to server events", in: batch)) { ud in
             pa_context_subscribe(ctx, pa_subscription_mask_t(rawValue: mask), ackCallback, ud)
         }
         subscribed = true
+        countsClients = clients
     }
 
     /// Sends every action at once and waits for all acknowledgements. An acknowledgement is not the
@@ -81,7 +92,7 @@ extension PulseConnection {
         let ctx = try liveContext("Failed to change the route")
         if !actions.isEmpty { latest.forget() }
         let batch = RequestBatch()
-        if subscribing, !subscribed { try sendSubscribe(in: batch) }
+        if subscribing, !subscribed { try sendSubscribe(in: batch, clients: true) }
         for action in actions {
             let request: Request
             let start: (UnsafeMutableRawPointer) -> OpaquePointer?

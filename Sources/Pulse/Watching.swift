@@ -111,7 +111,11 @@ extension PulseConnection {
         disconnect()
         subscribed = false
         try connectContext(until: deadline)
-        if wasSubscribed { try perform([], until: deadline, subscribing: true) }
+        if wasSubscribed {
+            let batch = RequestBatch()
+            try sendSubscribe(in: batch, clients: countsClients)
+            try wait(for: batch, until: deadline)
+        }
         let after = try snapshot(until: deadline, parts: []).server
         changes += 1
         return before.defaultSinkName != after.defaultSinkName || before.defaultSourceName != after.defaultSourceName

@@ -29,6 +29,9 @@ public protocol AudioServer: AnyObject {
     /// server again through a fresh connection and goes on with that one; true when its defaults
     /// differ from the old connection's. A change notification follows either way.
     func refreshStaleDefaults(timeout: Double) throws -> Bool
+    /// How many clients this connection has seen connect to the server while subscribed: a default
+    /// changed while none did cannot have been kept from it (`refreshStaleDefaults`).
+    var clientsArrived: Int { get }
     /// Sleeps on the server's main loop; false when a stop was requested.
     func pause(seconds: Double) -> Bool
     var isConnected: Bool { get }

@@ -101,6 +101,26 @@ import Testing
         try RouteApplier.verify(result)
     }
 
+    /// While no client connects, this connection cannot miss the new default (a slow WirePlumber among
+    /// 500 sinks takes a second): it waits on, in slices, and asks a fresh connection only at the end
+    /// (a fresh connection would itself keep the change from every other client). A client that
+    /// connected meanwhile opens the window in which it can be missed: the fresh connection is asked
+    /// at the end of that slice.
+    @Test func aFreshConnectionIsAskedOnlyOnceAClientConnected() throws {
+        for clientAt in [nil, 2] as [Int?] {
+            let server = FakeServer(try fixture("sim/pipewire-bluetooth-a2dp"))
+            server.missed = .init(shown: laptop)
+            server.whileApplying = { [unowned server] _ in
+                if let clientAt, server.applied.count == clientAt { server.clientsArrived += 1 }
+            }
+            _ = try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+                .route(RouteRequest(target: .bluetooth, device: "bluez_card.00_11_22_33_44_55"), preferredInput: nil, timeout: 1)
+            // The request, then read-backs of 0.5 s each over the 3 s a change may take to settle.
+            let slices = Int(RouteApplier.settleSeconds / RouteApplier.staleAfter)
+            #expect(server.refreshedAfter == [clientAt ?? 1 + slices], "a client after \(clientAt.map(String.init) ?? "none")")
+        }
+    }
+
     /// A Bluetooth card appears in profile "off" and WirePlumber gives it A2DP a few milliseconds later:
     /// routectl's own switch is settled once the headset's sink is there, and with one port on that
     /// sink there is no route WirePlumber could restore over routectl's: no quiet wait (50 ms of the

@@ -37,6 +37,10 @@ final class FakeServer: AudioServer {
     var missed: Missed?
     /// Fresh connections asked (`refreshStaleDefaults`), and whether one owes its refetch.
     var refreshes = 0
+    /// How many `apply` calls (empty read-backs too) came before each fresh connection.
+    var refreshedAfter: [Int] = []
+    /// Clients seen connecting (`AudioServer.clientsArrived`).
+    var clientsArrived = 0
     var owed = false
     /// Waits for the server to be quiet (`snapshotWhenQuiet`).
     var quietWaits = 0
@@ -166,6 +170,7 @@ final class FakeServer: AudioServer {
     func refreshStaleDefaults(timeout: Double) throws -> Bool {
         guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
         refreshes += 1
+        refreshedAfter.append(applied.count)
         owed = true
         defer { missed = nil }
         return missed != nil
