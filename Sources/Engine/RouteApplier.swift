@@ -99,7 +99,8 @@ public struct RouteApplier {
                 // A wait ends early when the planned output went meanwhile (a headset disconnecting as
                 // it was chosen): nothing more will come, and the route lock is not held for nothing.
                 let over = { (s: Snapshot) in Self.settled(s, plan) || Self.outputGone(s, plan) }
-                let clients = server.clientsArrived
+                // Counted from the subscription these actions bring, when this connection has none yet.
+                let clients = server.clientsArrived ?? 0
                 snapshot = try server.apply(plan.actions, timeout: limit, readBack: readBack) { namesDefault || over($0) }
                 if namesDefault, !over(snapshot) {
                     snapshot = try defaultShown(limit: limit, clientsBefore: clients, readBack: readBack, settled: over) { s in
@@ -167,7 +168,9 @@ public struct RouteApplier {
     /// choice of port (`overruled`), or `limit` seconds: waiting on this connection while no client
     /// connects (it cannot miss the change then), and in slices of `staleAfter`; once a client has
     /// connected since the request (`clientsBefore`), a fresh connection is asked, once. So is one at
-    /// the end, for a client this connection did not see (one that connected as it subscribed).
+    /// the end, for a client this connection did not see (one that connected as it subscribed: a
+    /// `set` then takes the whole `limit`, a rare case). A connection that does not count clients (a
+    /// watcher's) asks after the first slice, as it cannot tell.
     func defaultShown(limit: Double, clientsBefore: Int, readBack: ReadBack, settled: (Snapshot) -> Bool,
                       overruled: (Snapshot) -> Bool) throws -> Snapshot {
         var waited = 0.0, refreshed = false
@@ -177,7 +180,7 @@ public struct RouteApplier {
             snapshot = try server.apply([], timeout: slice, readBack: readBack, settled: settled)
             waited += slice
             if settled(snapshot) || overruled(snapshot) { return snapshot }
-            if !refreshed, server.clientsArrived != clientsBefore || waited >= limit {
+            if !refreshed, server.clientsArrived.map({ $0 != clientsBefore }) ?? true || waited >= limit {
                 _ = try server.refreshStaleDefaults(timeout: max(limit - waited, Self.staleAfter))
                 refreshed = true
                 snapshot = try server.apply([], timeout: max(limit - waited, 0.05), readBack: readBack, settled: settled)

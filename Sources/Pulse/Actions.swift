@@ -64,7 +64,7 @@ extension PulseConnection {
             let connection = Unmanaged<PulseConnection>.fromOpaque(ud!).takeUnretainedValue()
             if type.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue == PA_SUBSCRIPTION_EVENT_CLIENT.rawValue {
                 if type.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue == PA_SUBSCRIPTION_EVENT_NEW.rawValue {
-                    connection.clientsArrived += 1
+                    connection.clientsCounted += 1
                 }
                 return
             }

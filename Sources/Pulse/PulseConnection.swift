@@ -16,9 +16,10 @@ public final class PulseConnection {
     /// Clients that connected to the server since a command's read-back subscribed (each new one opens
     /// pipewire-pulse's window in which a change of the defaults is not passed on: `refreshStaleDefaults`);
     /// a watcher's subscription does not count them.
-    public internal(set) var clientsArrived = 0
+    var clientsCounted = 0
     /// The subscription counts clients (`sendSubscribe`).
     var countsClients = false
+    public var clientsArrived: Int? { countsClients ? clientsCounted : nil }
     /// `changes` as it was when the last snapshot's requests were sent: a notification after that
     /// may not be in the snapshot, so it is still owed a refetch, even if it arrived during one.
     /// (`snapshotWhenQuiet` also moves it on while it waits, and reads the server once after.)

@@ -30,8 +30,9 @@ public protocol AudioServer: AnyObject {
     /// differ from the old connection's. A change notification follows either way.
     func refreshStaleDefaults(timeout: Double) throws -> Bool
     /// How many clients this connection has seen connect to the server while subscribed: a default
-    /// changed while none did cannot have been kept from it (`refreshStaleDefaults`).
-    var clientsArrived: Int { get }
+    /// changed while none did cannot have been kept from it (`refreshStaleDefaults`). Nil when its
+    /// subscription does not count them (a watcher's): any change may have been kept from it.
+    var clientsArrived: Int? { get }
     /// Sleeps on the server's main loop; false when a stop was requested.
     func pause(seconds: Double) -> Bool
     var isConnected: Bool { get }

@@ -111,7 +111,7 @@ import Testing
             let server = FakeServer(try fixture("sim/pipewire-bluetooth-a2dp"))
             server.missed = .init(shown: laptop)
             server.whileApplying = { [unowned server] _ in
-                if let clientAt, server.applied.count == clientAt { server.clientsArrived += 1 }
+                if let clientAt, server.applied.count == clientAt { server.clientsArrived = (server.clientsArrived ?? 0) + 1 }
             }
             _ = try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
                 .route(RouteRequest(target: .bluetooth, device: "bluez_card.00_11_22_33_44_55"), preferredInput: nil, timeout: 1)
@@ -119,6 +119,13 @@ import Testing
             let slices = Int(RouteApplier.settleSeconds / RouteApplier.staleAfter)
             #expect(server.refreshedAfter == [clientAt ?? 1 + slices], "a client after \(clientAt.map(String.init) ?? "none")")
         }
+        // A watcher's connection does not count clients: it asks after the first slice.
+        let server = FakeServer(try fixture("sim/pipewire-bluetooth-a2dp"))
+        server.missed = .init(shown: laptop)
+        server.clientsArrived = nil
+        _ = try RouteApplier(server: server, store: FakeStore(), clocks: ManualClock().clocks)
+            .route(RouteRequest(target: .bluetooth, device: "bluez_card.00_11_22_33_44_55"), preferredInput: nil, timeout: 1)
+        #expect(server.refreshedAfter == [2])
     }
 
     /// A Bluetooth card appears in profile "off" and WirePlumber gives it A2DP a few milliseconds later:

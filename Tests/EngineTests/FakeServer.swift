@@ -40,7 +40,7 @@ final class FakeServer: AudioServer {
     /// How many `apply` calls (empty read-backs too) came before each fresh connection.
     var refreshedAfter: [Int] = []
     /// Clients seen connecting (`AudioServer.clientsArrived`).
-    var clientsArrived = 0
+    var clientsArrived: Int? = 0
     var owed = false
     /// Waits for the server to be quiet (`snapshotWhenQuiet`).
     var quietWaits = 0
