@@ -142,13 +142,15 @@ phone_tour() {
 		wait_for "$kind: the phone's microphone" mic_port_is "[In] Mic" || true
 		settle
 		expect_eq "$kind muted, headset out: the phone's microphone, muted (server)" "[In] Mic Mute: yes" "$(mic_now)"
-		echo "-- $kind: unmuted in the call: live on the headset's microphone, which the server remembers muted"
+		echo "-- $kind: unmuted in the call: routectl never unmutes; the headset's microphone comes as the server remembers it"
 		rc input mute off >/dev/null
 		settle
 		jack "$kind" headset in
 		wait_for "$kind: the headset's microphone" mic_port_is "[In] Headset" || true
 		settle
-		expect_eq "$kind unmuted, headset in: the headset's microphone, live (server)" "[In] Headset Mute: no" "$(mic_now)"
+		expect_eq "$kind unmuted, headset in: the headset's microphone, muted as the server remembers it (server)" \
+			"[In] Headset Mute: yes" "$(mic_now)"
+		rc input mute off >/dev/null
 		jack "$kind" headset out
 		wait_for "$kind: the phone's microphone" mic_port_is "[In] Mic" || true
 		settle

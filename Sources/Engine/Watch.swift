@@ -505,13 +505,15 @@ public struct Watch {
     }
 
     /// The call's microphone mute stays the call's as its input moves (a headset plugged, Bluetooth
-    /// taking or leaving the call, a mic jack): the server gives each source, or each port, the mute
-    /// it remembers for it, so a caller who muted would otherwise be heard. Within
-    /// `callMuteWindow` of a move, the input's mute is put back to the call's: the one routectl last
-    /// set (`call.json`: `call start`, `input mute`, D-Bus MuteMic), or a change seen on the input
-    /// since, whichever is newer. Outside that window a change of the input's mute is the user's (any
-    /// tool's) and becomes the call's. Under the route lock, after the change is handled; a step on
-    /// the way (more notifications queued) is left for the change that ends it.
+    /// taking or leaving the call, a mic jack, the server restarting): the server gives each source,
+    /// or each port, the mute it remembers for it, so a caller who muted would otherwise be heard.
+    /// Within `callMuteWindow` of a move, an input that comes live while the call is muted is muted
+    /// again. The call's mute is the one routectl last set (`call.json`: `call start`, `input mute`,
+    /// D-Bus MuteMic) or a change seen on the call's input since, whichever is newer; within the
+    /// window a change seen is taken only when it mutes (the server's restore cannot be told from the
+    /// user's there, and a mute is never wrong to keep). routectl never unmutes a microphone by itself.
+    /// Under the route lock, after the change is handled; a step on the way (more notifications
+    /// queued) is left for the change that ends it.
     mutating func keepCallMute() throws {
         let record = try? store.callRecord()
         guard let record, record.applied else {
@@ -524,24 +526,26 @@ public struct Watch {
         if let asked = record.callMute, asked.at > callMute?.at ?? .min { callMute = asked }
         let key = source.name + "\u{0}" + (source.activePort ?? "")
         let now = clocks.monotonic()
-        guard let seen = callInput else {
-            callInput = (key, source.mute)
-            if callMute == nil { callMute = CallRecord.Mute(muted: source.mute, at: clocks.wallMilliseconds()) }
-            return
-        }
-        if seen.key != key { callInputMovedAt = now }
+        let seen = callInput
+        if let seen, seen.key != key { callInputMovedAt = now }
         callInput = (key, source.mute)
-        guard let moved = callInputMovedAt, now - moved < Self.callMuteWindow else {
-            if seen.key == key, seen.muted != source.mute {
-                callMute = CallRecord.Mute(muted: source.mute, at: clocks.wallMilliseconds())
-            }
+        let moving = callInputMovedAt.map { now - $0 < Self.callMuteWindow } ?? false
+        let observed = CallRecord.Mute(muted: source.mute, at: clocks.wallMilliseconds())
+        if seen == nil, !moving {
+            // The input as this watcher first finds it in the call.
+            if callMute == nil { callMute = observed }
             return
         }
-        guard let wanted = callMute?.muted, source.mute != wanted, !server.hasPendingChanges() else { return }
-        _ = try server.apply([.setSourceMute(source: source.name, mute: wanted)], timeout: timeout) { s in
-            s.sources.first { $0.name == source.name }?.mute == wanted
+        if let seen, seen.key == key, seen.muted != source.mute, !moving || source.mute {
+            // The user's own change, with any tool.
+            callMute = observed
+            return
         }
-        callInput = (key, wanted)
+        guard moving, callMute?.muted == true, !source.mute, !server.hasPendingChanges() else { return }
+        _ = try server.apply([.setSourceMute(source: source.name, mute: true)], timeout: timeout) { s in
+            s.sources.first { $0.name == source.name }?.mute == true
+        }
+        callInput = (key, true)
     }
 
     /// Rule 8's "for the call only" for a card that left during a call (`owedProfiles`): outside a
@@ -817,7 +821,11 @@ public struct Watch {
     mutating func adoptIntent(_ next: Snapshot, reportNow: Bool = true) {
         guard endSupersededHold(), let intent = intentNow() else { return }
         if commandOverSincePrediction(intent, next) {
-            // The command's move is what the route did: its hold, done, reported below.
+            // The command's move is what the route did: its hold, done, reported below. Where this
+            // watcher saw the prediction met elsewhere first, that is reported first.
+            if let earlier = hold, let reached = earlier.reached, reached.output?.id != intent.output {
+                _ = reportRoute(reached, reason: earlier.reason)
+            }
             adoptedIntent = intent.at
             var held = RouteHold(target: intent.output, reason: intent.reason, deadline: clocks.monotonic() + RouteHold.lag)
             held.intent = intent.at
@@ -1134,7 +1142,8 @@ public struct Watch {
     /// owns, and say `recovered` only once connected and re-applied (a state file that cannot be read
     /// is said once and tried again with the backoff, as a refusal is). False when asked to stop.
     mutating func recover(from reason: String) throws(EngineError) -> Bool {
-        guard emit(.interrupted(reason: reason)) else { return false }
+        // What was held happened before the server went: said first.
+        guard releaseHeldEvents(dueOnly: false), emit(.interrupted(reason: reason)) else { return false }
         var delay = 0.1
         var warned = false
         while server.pause(seconds: delay) {
@@ -1173,6 +1182,11 @@ public struct Watch {
                     warned = true
                     continue
                 }
+                // The server back gives the call's microphone the mute it remembers: as after a move.
+                let lock = lockForMove()
+                callInputMovedAt = clocks.monotonic()
+                try? keepCallMute()
+                withExtendedLifetime(lock) {}
             }
             let status = Status(snapshot: snapshot)
             // The input as the server came back with it: later input events start from there.

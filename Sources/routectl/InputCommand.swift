@@ -75,16 +75,17 @@ extension RouteCommands {
     ///
     /// In a call the mute is the call's: it is recorded in `call.json` (under the route lock, as `call
     /// start` and `call end` write that file) before the server is asked, so that `watch --apply`
-    /// keeps it on the call's input as that moves (a headset plugged, Bluetooth taking the call) and
-    /// never takes it for the server restoring a port's own mute. A change the server refuses puts
-    /// the record back.
+    /// keeps it as the call's input moves (a headset plugged, Bluetooth taking the call) and takes an
+    /// unmute within a second of a move for the user's, not the server's. A change the server refuses
+    /// puts the record back. The mute itself never waits on state: with `call.json` unreadable, or the
+    /// route lock held past half a second (a watcher's move, a stopped command), it is made unrecorded.
     static func setMicMute(_ wanted: Bool?, on connection: PulseConnection, _ options: GlobalOptions) throws(Failure) -> Snapshot {
         let store = State.store()
         var lock: AnyObject?
         var call: CallRecord?
-        if try State.call(store) != nil {
-            lock = try CallCommand.locked(StatePreferences(store))
-            call = try State.call(store)
+        if (try? State.call(store)) != nil, let held = try? StatePreferences(store).lockRoute(within: 0.5) {
+            lock = held
+            call = try? State.call(store)
         }
         defer { withExtendedLifetime(lock) {} }
         let before = try onServer { try connection.latestSnapshot(timeout: options.timeout, parts: [.sources]) }
@@ -92,10 +93,11 @@ extension RouteCommands {
             throw Failure(status: .failed, message: "No microphone: the server has no default input (see 'routectl input list').")
         }
         let mute = wanted ?? !source.mute
+        var recorded = false
         if let call, call.applied, call.callMute?.muted != mute || mute != source.mute {
             var marked = call
             marked.callMute = CallRecord.Mute(muted: mute, at: State.nowMilliseconds())
-            do { try store.saveCall(marked) } catch { throw State.failure(error) }
+            recorded = (try? store.saveCall(marked)) != nil
         }
         guard mute != source.mute else { return before }
         do {
@@ -106,7 +108,7 @@ extension RouteCommands {
                 }
             }
         } catch {
-            if let call, call.applied { try? store.saveCall(call) }
+            if recorded, let call { try? store.saveCall(call) }
             throw error
         }
     }

@@ -1196,10 +1196,11 @@ import Testing
         }
     }
 
-    /// The call's microphone mute stays the call's when its input moves: the server gives the new
-    /// port (or source) the mute it remembers for it, and `watch --apply` puts the call's back, the
-    /// one routectl set (`call.json`) or one another tool set since on the input; within a second of
-    /// the move, only routectl's own mute is told from the server's. No call, nothing is touched.
+    /// A muted call stays muted when its input moves: the server gives the new port (or source) the
+    /// mute it remembers for it, and `watch --apply` mutes it again when the call's mute (the one
+    /// routectl set in `call.json`, or one another tool set since on the input) is on; within a
+    /// second of the move, only routectl's own unmute is told from the server's. It never unmutes by
+    /// itself. No call, nothing is touched.
     @Test func theCallsMuteStaysAsItsInputMoves() throws {
         let laptop = try fixture("sim/pulseaudio-laptop")
         let source = try #require(laptop.defaultSource?.name)
@@ -1239,6 +1240,13 @@ import Testing
         #expect(try mutes(start: input(builtIn, muted: true), recorded: true) { _ in
             [.change(input(jack, muted: false)), .pass(2), .change(input(jack, muted: false)), .pass(2), .change(input(builtIn, muted: false))]
         } == [true])
+        // An unmute of the moved input within that second, not routectl's, cannot be told from the
+        // server's restore: the call stays muted.
+        #expect(try mutes(start: input(builtIn, muted: true), recorded: true) { _ in
+            [.change(input(jack, muted: true)), .pass(0.2), .change(input(jack, muted: false))]
+        } == [true])
+        // routectl never unmutes by itself: unmuted in the call, a port the server remembers muted stays so.
+        #expect(try mutes(start: input(builtIn, muted: false), recorded: false) { _ in [.change(input(jack, muted: true))] }.isEmpty)
         // No call: the server's mutes are its own.
         #expect(try mutes(start: input(builtIn, muted: true), recorded: nil) { _ in [.change(input(jack, muted: false))] }.isEmpty)
     }
