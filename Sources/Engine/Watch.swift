@@ -102,7 +102,7 @@ public struct Watch {
     /// passed (`heldInputQuiet`): while the server moves a playing stream to another sink (the route
     /// changed, a device went), a snapshot can show it on no sink or corked for a few milliseconds.
     /// Playing again by then, nothing is printed.
-    var heldStops: [String: Double] = [:]
+    var heldStops: [String: (event: Event, until: Double)] = [:]
     static let heldInputQuiet = RouteHold.quiet
     /// With --apply, in a call: the call's microphone mute as this watcher knows it (`keepCallMute`),
     /// the call's input (its source and port) with the mute last seen on it, and when (monotonic) the
@@ -210,7 +210,7 @@ public struct Watch {
                     rulesCheckOwed = false
                 }
                 guard releaseHeldEvents(dueOnly: true) else { break }
-                let wake = ([hold?.wakeAt, callEventDue, heldInput?.until, heldStops.values.min()] + departures.values.map(\.deadline))
+                let wake = ([hold?.wakeAt, callEventDue, heldInput?.until, heldStops.values.map(\.until).min()] + departures.values.map(\.deadline))
                     .compactMap { $0 }.min()
                 let wait = wake.map { max(0, $0 - clocks.monotonic()) }
                 let changed = try server.waitForChanges(timeout: wait)
@@ -1284,9 +1284,9 @@ public struct Watch {
     /// `dueOnly` is false. False when stdout is gone.
     mutating func releaseHeldEvents(dueOnly: Bool) -> Bool {
         let now = clocks.monotonic()
-        for (type, until) in heldStops.sorted(by: { $0.key < $1.key }) where !dueOnly || until <= now {
+        for (type, held) in heldStops.sorted(by: { $0.key < $1.key }) where !dueOnly || held.until <= now {
             heldStops[type] = nil
-            guard deliver(type == "engaged" ? .engaged(false) : .otherAudio(playing: false)) else { return false }
+            guard deliver(held.event) else { return false }
         }
         guard let held = heldInput, !dueOnly || held.until <= now else { return true }
         if dueOnly, now < held.since + RouteHold.limit, snapshot.isReturning(toInput: reportedInput.source) {
@@ -1301,7 +1301,7 @@ public struct Watch {
     mutating func emit(_ event: Event) -> Bool {
         switch event {
         case .engaged(false), .otherAudio(playing: false):
-            if heldStops[event.type] == nil { heldStops[event.type] = clocks.monotonic() + Self.heldInputQuiet }
+            if heldStops[event.type] == nil { heldStops[event.type] = (event, clocks.monotonic() + Self.heldInputQuiet) }
             return true
         case .engaged(true), .otherAudio(playing: true):
             // Stopped and playing again within the moment: a stream moved, nothing to say.
