@@ -234,7 +234,8 @@ enum Grammar {
                       end). With no call: says so (exit 0).
               status  whether a call is in progress, since when, and its route.
               While 'watch --apply' runs, plugs, 'set' and 'clear' keep the call profile; a headset
-              lost during a call falls back to the call's target, never the music route.
+              lost during a call falls back to the call's target, never the music route; and a muted
+              call stays muted as its microphone moves (routectl never unmutes one by itself).
             """),
         CommandSpec(
             name: "priority", arguments: "[list] | set <id>... | clear", summary: "Show, set or clear the priority list of outputs.",
