@@ -27,6 +27,10 @@ sinks = {s["index"]: s["name"] for s in json.loads(subprocess.check_output(["pac
 for i in json.load(sys.stdin):
     if i["properties"].get("media.name") == sys.argv[1]: print(sinks.get(i["sink"], "?"))' "$1"
 }
+# stream_on SINK: a stream plays on that sink (by name).
+stream_on() {
+	pactl list short sink-inputs | awk '{ print $2 }' | grep -qx "$(pactl list short sinks | awk -v s="$1" '$2 == s { print $1 }')"
+}
 play() { # play NAME [SINK]: a stream that stays until the test ends
 	pacat --raw --client-name="$1" --stream-name="$1" ${2:+--device="$2"} </dev/zero >/dev/null 2>&1 &
 	players+=($!)
@@ -548,5 +552,34 @@ stop_watchers
 
 phone_tour phone "Voice Call" HiFi HiFi
 phone_tour phone17 "HiFi (Earpiece, Mic)" "HiFi (Headphones, Mic, Speaker)" "HiFi (Headphones, Mic, Speaker)"
+
+echo "-- a playing stream moved between the cards with the route: no stop; a real stop is said once"
+# The server shows a stream it moves on no sink for a moment: no 'engaged no' for that.
+cards_server laptop usb-headset
+pactl set-default-sink "$usb"
+wait_for "the USB headset the default" default_is "$usb"
+start_watchers
+play moved "$usb"
+wait_line "$apply" 1 "^engaged yes" || true
+quiet "$watch" "$apply"
+mark
+rc set speaker --force >/dev/null
+wait_for "the stream on the laptop" stream_on "$laptop"
+rc clear >/dev/null
+wait_for "the stream back on the USB headset" stream_on "$usb"
+quiet "$watch" "$apply"
+for file in "$watch" "$apply"; do
+	expect_eq "a stream moved with the route: no stop ($(mode "$file"))" "" "$(since "$file" engaged other-audio)"
+done
+for pid in "${players[@]}"; do kill "$pid" 2>/dev/null || true; done
+players=()
+wait_line "$apply" 1 "^engaged no" || true
+wait_line "$apply" 1 "^other-audio stopped" || true
+quiet "$watch" "$apply"
+for file in "$watch" "$apply"; do
+	expect_eq "the stream stopped: said once ($(mode "$file"))" "engaged no
+other-audio stopped" "$(since "$file" engaged other-audio)"
+done
+stop_watchers
 
 summary
