@@ -60,15 +60,17 @@ extension PulseConnection {
     /// to refetch for.
     func sendSubscribe(in batch: RequestBatch, clients: Bool = false) throws(PulseError) {
         let ctx = try liveContext("Failed to subscribe to server events")
-        pa_context_set_subscribe_callback(ctx, { _, type, _, ud in
+        pa_context_set_subscribe_callback(ctx, { _, type, index, ud in
             let connection = Unmanaged<PulseConnection>.fromOpaque(ud!).takeUnretainedValue()
-            if type.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue == PA_SUBSCRIPTION_EVENT_CLIENT.rawValue {
+            let facility = type.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue
+            if facility == PA_SUBSCRIPTION_EVENT_CLIENT.rawValue {
                 if type.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue == PA_SUBSCRIPTION_EVENT_NEW.rawValue {
                     connection.clientsCounted += 1
                 }
                 return
             }
             connection.changes += 1
+            connection.mirror.changed.note(facility: facility, index: index)
         }, Unmanaged.passUnretained(self).toOpaque())
         let mask = PA_SUBSCRIPTION_MASK_SINK.rawValue | PA_SUBSCRIPTION_MASK_SOURCE.rawValue
             | PA_SUBSCRIPTION_MASK_SINK_INPUT.rawValue | PA_SUBSCRIPTION_MASK_SOURCE_OUTPUT.rawValue

@@ -70,11 +70,15 @@ extension PulseConnection {
     }
 
     func snapshot(until deadline: Deadline, parts: SnapshotParts) throws(PulseError) -> Snapshot {
+        let whole = parts == .all && subscribed
+        if whole, let base = mirror.snapshot { return try refetchChanged(over: base, until: deadline) }
         let operation = "Failed to get server information"
         let ctx = try liveContext(operation)
         let builder = SnapshotBuilder()
         consumed = changes
-        let mark = changes, whole = parts == .all && subscribed
+        let mark = changes
+        // What notifications come from here on, this read may not show: they name the next read's objects.
+        if whole { mirror.changed = ChangedObjects() }
         try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
         if parts.contains(.sinks) {
             try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
@@ -98,7 +102,79 @@ extension PulseConnection {
         }
         try collect(builder, until: deadline, operation)
         guard let snapshot = builder.snapshot(parts: parts, serverString: serverString) else { throw PulseError.noEntity(operation) }
-        if whole { latest.keep(snapshot, requestedAt: mark) }
+        if whole {
+            latest.keep(snapshot, requestedAt: mark)
+            mirror.snapshot = snapshot
+        }
+        return snapshot
+    }
+
+    /// A whole read of a subscribed connection that has read the server whole before: the server
+    /// information, and the objects the notifications since named (`ChangedObjects`), each asked
+    /// for by its index (a kind with more than `Mirror.listAbove` of them, by its list), laid over
+    /// `base`. One round trip, as a whole read is, of a few small replies instead of every list:
+    /// pipewire-pulse answers on the thread that takes WirePlumber's changes in.
+    func refetchChanged(over base: Snapshot, until deadline: Deadline) throws(PulseError) -> Snapshot {
+        let operation = "Failed to get server information"
+        let ctx = try liveContext(operation)
+        let builder = SnapshotBuilder()
+        consumed = changes
+        let mark = changes
+        let wanted = mirror.changed.expanded(over: base)
+        mirror.changed = ChangedObjects()
+        // nil: the whole list.
+        func asked(_ set: Set<UInt32>) -> Set<UInt32>? { set.count > Mirror.listAbove ? nil : set }
+        let sinks = asked(wanted.sinks), sources = asked(wanted.sources), cards = asked(wanted.cards)
+        let sinkInputs = asked(wanted.sinkInputs), sourceOutputs = asked(wanted.sourceOutputs)
+        do throws(PulseError) {
+            try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
+            if let sinks {
+                for i in sinks { try request(builder, operation) { pa_context_get_sink_info_by_index(ctx, i, namedSinkInfoCallback, $0) } }
+            } else {
+                try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
+            }
+            if let sources {
+                for i in sources { try request(builder, operation) { pa_context_get_source_info_by_index(ctx, i, namedSourceInfoCallback, $0) } }
+            } else {
+                try request(builder, operation) { pa_context_get_source_info_list(ctx, sourceInfoCallback, $0) }
+            }
+            if let cards {
+                for i in cards { try request(builder, operation) { pa_context_get_card_info_by_index(ctx, i, oneCardInfoCallback, $0) } }
+            } else {
+                try request(builder, operation) { pa_context_get_card_info_list(ctx, cardInfoCallback, $0) }
+            }
+            if let sinkInputs {
+                for i in sinkInputs { try request(builder, operation) { pa_context_get_sink_input_info(ctx, i, oneSinkInputInfoCallback, $0) } }
+            } else {
+                try request(builder, operation) { pa_context_get_sink_input_info_list(ctx, sinkInputInfoCallback, $0) }
+            }
+            if let sourceOutputs {
+                for i in sourceOutputs {
+                    try request(builder, operation) { pa_context_get_source_output_info(ctx, i, oneSourceOutputInfoCallback, $0) }
+                }
+            } else {
+                try request(builder, operation) { pa_context_get_source_output_info_list(ctx, sourceOutputInfoCallback, $0) }
+            }
+            try collect(builder, until: deadline, operation)
+        } catch {
+            // The next whole read starts over: what this one would have laid over the mirror is lost.
+            mirror.forget()
+            throw error
+        }
+        guard let server = builder.server else {
+            mirror.forget()
+            throw PulseError.noEntity(operation)
+        }
+        var snapshot = base
+        snapshot.server = server
+        snapshot.server.serverString = serverString
+        snapshot.sinks = Mirror.patched(base.sinks, asked: sinks, got: builder.sinks, index: \.index)
+        snapshot.sources = Mirror.patched(base.sources, asked: sources, got: builder.sources, index: \.index)
+        snapshot.cards = Mirror.patched(base.cards, asked: cards, got: builder.cards, index: \.index)
+        snapshot.sinkInputs = Mirror.patched(base.sinkInputs, asked: sinkInputs, got: builder.sinkInputs, index: \.index)
+        snapshot.sourceOutputs = Mirror.patched(base.sourceOutputs, asked: sourceOutputs, got: builder.sourceOutputs, index: \.index)
+        latest.keep(snapshot, requestedAt: mark)
+        mirror.snapshot = snapshot
         return snapshot
     }
 
@@ -177,8 +253,8 @@ private let moduleInfoCallback: pa_module_info_cb_t = { c, info, eol, ud in
 }
 
 /// One reply to a request for sinks or sources: a device, or the end of the list. One asked for by
-/// name may have gone (or the server has none): that is an answer, not a failure. A list request is
-/// never excused.
+/// name or index may have gone (or the server has none): that is an answer, not a failure. A list
+/// request is never excused.
 private func deviceReply<Info>(_ context: OpaquePointer?, _ info: UnsafePointer<Info>?, _ eol: Int32,
                                _ ud: UnsafeMutableRawPointer?, _ operation: String, byName: Bool,
                                keep: (SnapshotBuilder, Info) -> Void) {
@@ -220,9 +296,14 @@ private func source(_ i: pa_source_info) -> Source {
         activePort: i.active_port.flatMap { string($0.pointee.name) })
 }
 
-private let cardInfoCallback: pa_card_info_cb_t = { c, info, eol, ud in
+private let cardInfoCallback: pa_card_info_cb_t = { cardReply($0, $1, $2, $3, byIndex: false) }
+/// One card asked for by its index: one that has gone is an answer (it is dropped), not a failure.
+private let oneCardInfoCallback: pa_card_info_cb_t = { cardReply($0, $1, $2, $3, byIndex: true) }
+
+private func cardReply(_ c: OpaquePointer?, _ info: UnsafePointer<pa_card_info>?, _ eol: Int32, _ ud: UnsafeMutableRawPointer?,
+                       byIndex: Bool) {
     let b = builder(ud)
-    if b.finish(eol, c, "Failed to get card information") { return }
+    if b.finish(eol, c, "Failed to get card information", missingIsAnswer: byIndex) { return }
     guard let i = info?.pointee else { return }
     var profiles: [Profile] = []
     if let list = i.profiles2 {
@@ -257,17 +338,25 @@ private let cardInfoCallback: pa_card_info_cb_t = { c, info, eol, ud in
         activeProfile: i.active_profile2.flatMap { string($0.pointee.name) }, ports: cardPorts))
 }
 
-private let sinkInputInfoCallback: pa_sink_input_info_cb_t = { c, info, eol, ud in
+private let sinkInputInfoCallback: pa_sink_input_info_cb_t = { sinkInputReply($0, $1, $2, $3, byIndex: false) }
+private let oneSinkInputInfoCallback: pa_sink_input_info_cb_t = { sinkInputReply($0, $1, $2, $3, byIndex: true) }
+
+private func sinkInputReply(_ c: OpaquePointer?, _ info: UnsafePointer<pa_sink_input_info>?, _ eol: Int32,
+                            _ ud: UnsafeMutableRawPointer?, byIndex: Bool) {
     let b = builder(ud)
-    if b.finish(eol, c, "Failed to get sink input information") { return }
+    if b.finish(eol, c, "Failed to get sink input information", missingIsAnswer: byIndex) { return }
     guard let i = info?.pointee else { return }
     b.sinkInputs.append(SinkInput(index: i.index, sink: i.sink, client: validIndex(i.client),
                                   corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
 }
 
-private let sourceOutputInfoCallback: pa_source_output_info_cb_t = { c, info, eol, ud in
+private let sourceOutputInfoCallback: pa_source_output_info_cb_t = { sourceOutputReply($0, $1, $2, $3, byIndex: false) }
+private let oneSourceOutputInfoCallback: pa_source_output_info_cb_t = { sourceOutputReply($0, $1, $2, $3, byIndex: true) }
+
+private func sourceOutputReply(_ c: OpaquePointer?, _ info: UnsafePointer<pa_source_output_info>?, _ eol: Int32,
+                               _ ud: UnsafeMutableRawPointer?, byIndex: Bool) {
     let b = builder(ud)
-    if b.finish(eol, c, "Failed to get source output information") { return }
+    if b.finish(eol, c, "Failed to get source output information", missingIsAnswer: byIndex) { return }
     guard let i = info?.pointee else { return }
     b.sourceOutputs.append(SourceOutput(index: i.index, source: i.source, client: validIndex(i.client),
                                         corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))

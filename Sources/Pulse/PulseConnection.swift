@@ -27,6 +27,9 @@ public final class PulseConnection {
     var subscribed = false
     /// The last whole snapshot, while nothing has changed since (`latestSnapshot`).
     var latest = LatestSnapshot()
+    /// The server as this subscribed connection last read it whole, and the objects changed since:
+    /// what its next whole read asks for (`Mirror`).
+    var mirror = Mirror()
 
     /// Set once libpulse's signal handling is installed on this loop (`stopOnSignalsAndClosedOutput`).
     var signalsInstalled = false
@@ -133,6 +136,7 @@ public final class PulseConnection {
         self.context = nil
         state = PA_CONTEXT_TERMINATED
         latest.forget()
+        mirror.forget()
     }
 
     /// The address actually connected to. The corresponding C function is `pa_context_get_server`.
