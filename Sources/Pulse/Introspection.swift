@@ -110,61 +110,83 @@ extension PulseConnection {
     }
 
     /// A whole read of a subscribed connection that has read the server whole before: the server
-    /// information, and the objects the notifications since named (`ChangedObjects`), each asked
-    /// for by its index (a kind with more than `Mirror.listAbove` of them, by its list), laid over
-    /// `base`. One round trip, as a whole read is, of a few small replies instead of every list:
-    /// pipewire-pulse answers on the thread that takes WirePlumber's changes in.
+    /// information, and the objects the notifications since named (`ChangedObjects`), laid over
+    /// `base`. A few small replies instead of every list: pipewire-pulse answers on the thread that
+    /// takes WirePlumber's changes in. Each read is followed by a barrier, the server information
+    /// asked again: the server sends the notifications of what changed before it answers that
+    /// (PulseAudio posts them at its next main-loop iteration, after the reply to a request it is
+    /// handling). Notifications that came meanwhile name objects the read may show as they were
+    /// (fresh defaults beside a sink's old port): those are read again, until a read and its barrier
+    /// pass with none, so what is returned is the server at one moment, as a whole read shows it. A
+    /// server that keeps changing gets a whole read after `Mirror.readsBeforeWhole`.
     func refetchChanged(over base: Snapshot, until deadline: Deadline) throws(PulseError) -> Snapshot {
+        var snapshot = base
+        do throws(PulseError) {
+            for _ in 0..<Mirror.readsBeforeWhole {
+                consumed = changes
+                let mark = changes
+                snapshot = try readChanged(over: snapshot, until: deadline)
+                let barrier = SnapshotBuilder()
+                let ctx = try liveContext("Failed to get server information")
+                try request(barrier, "Failed to get server information") { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
+                try collect(barrier, until: deadline, "Failed to get server information")
+                if changes == mark {
+                    latest.keep(snapshot, requestedAt: mark)
+                    mirror.snapshot = snapshot
+                    return snapshot
+                }
+            }
+        } catch {
+            // The next whole read starts over: what this one would have laid over the mirror is lost.
+            mirror.forget()
+            throw error
+        }
+        mirror.forget()
+        return try self.snapshot(until: deadline, parts: .all)
+    }
+
+    /// One read of the objects noted since the last, each asked for by its index (a kind with more
+    /// than `Mirror.listAbove` of them, by its list), with the server information, laid over `base`.
+    private func readChanged(over base: Snapshot, until deadline: Deadline) throws(PulseError) -> Snapshot {
         let operation = "Failed to get server information"
         let ctx = try liveContext(operation)
         let builder = SnapshotBuilder()
-        consumed = changes
-        let mark = changes
         let wanted = mirror.changed.expanded(over: base)
         mirror.changed = ChangedObjects()
         // nil: the whole list.
         func asked(_ set: Set<UInt32>) -> Set<UInt32>? { set.count > Mirror.listAbove ? nil : set }
         let sinks = asked(wanted.sinks), sources = asked(wanted.sources), cards = asked(wanted.cards)
         let sinkInputs = asked(wanted.sinkInputs), sourceOutputs = asked(wanted.sourceOutputs)
-        do throws(PulseError) {
-            try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
-            if let sinks {
-                for i in sinks { try request(builder, operation) { pa_context_get_sink_info_by_index(ctx, i, namedSinkInfoCallback, $0) } }
-            } else {
-                try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
-            }
-            if let sources {
-                for i in sources { try request(builder, operation) { pa_context_get_source_info_by_index(ctx, i, namedSourceInfoCallback, $0) } }
-            } else {
-                try request(builder, operation) { pa_context_get_source_info_list(ctx, sourceInfoCallback, $0) }
-            }
-            if let cards {
-                for i in cards { try request(builder, operation) { pa_context_get_card_info_by_index(ctx, i, oneCardInfoCallback, $0) } }
-            } else {
-                try request(builder, operation) { pa_context_get_card_info_list(ctx, cardInfoCallback, $0) }
-            }
-            if let sinkInputs {
-                for i in sinkInputs { try request(builder, operation) { pa_context_get_sink_input_info(ctx, i, oneSinkInputInfoCallback, $0) } }
-            } else {
-                try request(builder, operation) { pa_context_get_sink_input_info_list(ctx, sinkInputInfoCallback, $0) }
-            }
-            if let sourceOutputs {
-                for i in sourceOutputs {
-                    try request(builder, operation) { pa_context_get_source_output_info(ctx, i, oneSourceOutputInfoCallback, $0) }
-                }
-            } else {
-                try request(builder, operation) { pa_context_get_source_output_info_list(ctx, sourceOutputInfoCallback, $0) }
-            }
-            try collect(builder, until: deadline, operation)
-        } catch {
-            // The next whole read starts over: what this one would have laid over the mirror is lost.
-            mirror.forget()
-            throw error
+        try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
+        if let sinks {
+            for i in sinks { try request(builder, operation) { pa_context_get_sink_info_by_index(ctx, i, namedSinkInfoCallback, $0) } }
+        } else {
+            try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
         }
-        guard let server = builder.server else {
-            mirror.forget()
-            throw PulseError.noEntity(operation)
+        if let sources {
+            for i in sources { try request(builder, operation) { pa_context_get_source_info_by_index(ctx, i, namedSourceInfoCallback, $0) } }
+        } else {
+            try request(builder, operation) { pa_context_get_source_info_list(ctx, sourceInfoCallback, $0) }
         }
+        if let cards {
+            for i in cards { try request(builder, operation) { pa_context_get_card_info_by_index(ctx, i, oneCardInfoCallback, $0) } }
+        } else {
+            try request(builder, operation) { pa_context_get_card_info_list(ctx, cardInfoCallback, $0) }
+        }
+        if let sinkInputs {
+            for i in sinkInputs { try request(builder, operation) { pa_context_get_sink_input_info(ctx, i, oneSinkInputInfoCallback, $0) } }
+        } else {
+            try request(builder, operation) { pa_context_get_sink_input_info_list(ctx, sinkInputInfoCallback, $0) }
+        }
+        if let sourceOutputs {
+            for i in sourceOutputs {
+                try request(builder, operation) { pa_context_get_source_output_info(ctx, i, oneSourceOutputInfoCallback, $0) }
+            }
+        } else {
+            try request(builder, operation) { pa_context_get_source_output_info_list(ctx, sourceOutputInfoCallback, $0) }
+        }
+        try collect(builder, until: deadline, operation)
+        guard let server = builder.server else { throw PulseError.noEntity(operation) }
         var snapshot = base
         snapshot.server = server
         snapshot.server.serverString = serverString
@@ -173,8 +195,6 @@ extension PulseConnection {
         snapshot.cards = Mirror.patched(base.cards, asked: cards, got: builder.cards, index: \.index)
         snapshot.sinkInputs = Mirror.patched(base.sinkInputs, asked: sinkInputs, got: builder.sinkInputs, index: \.index)
         snapshot.sourceOutputs = Mirror.patched(base.sourceOutputs, asked: sourceOutputs, got: builder.sourceOutputs, index: \.index)
-        latest.keep(snapshot, requestedAt: mark)
-        mirror.snapshot = snapshot
         return snapshot
     }
 

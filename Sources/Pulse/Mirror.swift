@@ -53,6 +53,8 @@ struct Mirror {
     /// Beyond this many objects of one kind, that kind's whole list is asked for instead (one reply
     /// instead of many requests): a profile switch, a server restoring its streams.
     static let listAbove = 8
+    /// Reads that notifications overtake before a whole read is made instead (`refetchChanged`).
+    static let readsBeforeWhole = 4
 
     mutating func forget() {
         snapshot = nil
