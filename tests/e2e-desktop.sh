@@ -346,4 +346,16 @@ jack laptop headphone out
 unplug why-usb
 rc priority clear >/dev/null
 
+echo "-- a watch --apply that died and is not yet reaped (a zombie): why does not count it"
+# The parent becomes sleep, which never waits for its child: the watcher stays a zombie until then.
+sh -c '"$1" watch --apply >/dev/null 2>&1 & echo $! >"$2"; exec sleep 60' _ "$routectl" "$dir/zombie.pid" &
+zombie_parent=$!
+wait_for "the watcher's lock" sh -c "'$routectl' why | grep -q 'watch --apply is running'"
+expect_match "why: the live watcher keeps the rules" "watch --apply is running \\(pid $(cat "$dir/zombie.pid")\\)" "$(rc why)"
+kill "$(cat "$dir/zombie.pid")"
+wait_for "the watcher a zombie" sh -c "grep -q '^State:[[:space:]]*Z' /proc/$(cat "$dir/zombie.pid")/status"
+expect_match "why: the dead watcher does not keep the rules" "watch --apply is not running" "$(rc why)"
+kill "$zombie_parent" 2>/dev/null || true
+wait "$zombie_parent" 2>/dev/null || true
+
 summary

@@ -6,12 +6,22 @@ import Store
 enum ApplyLock {
     /// Whether a `watch --apply` holds the lock now: its pid, recorded in the lock file, is a live
     /// routectl. Asking flock would take the lock for a moment and could turn a starting watcher away.
+    /// A watcher that has died but is not yet reaped (a zombie, until its parent waits for it) still
+    /// answers `kill(pid, 0)` and keeps its /proc entry, but its lock went with its files.
     static func isHeld(_ store: StateStore) -> Bool {
         guard let path = store.overrideFile?.replacingSuffix("override.json", with: "apply.lock"),
               let bytes = try? FileIO.read(path), let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingNewline),
               pid > 0, kill(pid, 0) == 0 || errno == EPERM,
-              let comm = try? FileIO.read("/proc/\(pid)/comm") else { return false }
-        return String(decoding: comm, as: UTF8.self).hasPrefix("routectl")
+              let comm = try? FileIO.read("/proc/\(pid)/comm"), let stat = try? FileIO.read("/proc/\(pid)/stat") else { return false }
+        return String(decoding: comm, as: UTF8.self).hasPrefix("routectl") && isAlive(stat: stat)
+    }
+
+    /// `/proc/PID/stat` says the process runs: its state (the field after the command name in
+    /// parentheses, which may itself hold a parenthesis) is not Z (zombie) or X (dead).
+    static func isAlive(stat: [UInt8]) -> Bool {
+        guard let close = stat.lastIndex(of: UInt8(ascii: ")")),
+              let state = stat[(close + 1)...].first(where: { $0 != UInt8(ascii: " ") }) else { return false }
+        return state != UInt8(ascii: "Z") && state != UInt8(ascii: "X")
     }
 
     static func acquire(_ store: StateStore) throws(Failure) -> FileLock {
