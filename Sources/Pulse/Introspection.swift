@@ -110,8 +110,8 @@ extension PulseConnection {
     }
 
     /// A whole read of a subscribed connection that has read the server whole before: the server
-    /// information, and the objects the notifications since named (`ChangedObjects`), laid over
-    /// `base`. A few small replies instead of every list: pipewire-pulse answers on the thread that
+    /// information, the devices the notifications since named (`ChangedObjects`) and the streams,
+    /// laid over `base`. A few small replies instead of every list: pipewire-pulse answers on the thread that
     /// takes WirePlumber's changes in. Each read is followed by a barrier, the server information
     /// asked again: the server sends the notifications of what changed before it answers that
     /// (PulseAudio posts them at its next main-loop iteration, after the reply to a request it is
@@ -145,18 +145,17 @@ extension PulseConnection {
         return try self.snapshot(until: deadline, parts: .all)
     }
 
-    /// One read of the objects noted since the last, each asked for by its index (a kind with more
-    /// than `Mirror.listAbove` of them, by its list), with the server information, laid over `base`.
+    /// One read of the devices noted since the last, each asked for by its index (a kind with more
+    /// than `Mirror.listAbove` of them, by its list), with the server information and the streams,
+    /// laid over `base`.
     private func readChanged(over base: Snapshot, until deadline: Deadline) throws(PulseError) -> Snapshot {
         let operation = "Failed to get server information"
         let ctx = try liveContext(operation)
         let builder = SnapshotBuilder()
         let wanted = mirror.changed.expanded(over: base)
         mirror.changed = ChangedObjects()
-        // nil: the whole list.
-        func asked(_ set: Set<UInt32>) -> Set<UInt32>? { set.count > Mirror.listAbove ? nil : set }
-        let sinks = asked(wanted.sinks), sources = asked(wanted.sources), cards = asked(wanted.cards)
-        let sinkInputs = asked(wanted.sinkInputs), sourceOutputs = asked(wanted.sourceOutputs)
+        let sinks = ChangedObjects.asked(wanted.sinks), sources = ChangedObjects.asked(wanted.sources)
+        let cards = ChangedObjects.asked(wanted.cards)
         try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
         if let sinks {
             for i in sinks { try request(builder, operation) { pa_context_get_sink_info_by_index(ctx, i, namedSinkInfoCallback, $0) } }
@@ -173,18 +172,11 @@ extension PulseConnection {
         } else {
             try request(builder, operation) { pa_context_get_card_info_list(ctx, cardInfoCallback, $0) }
         }
-        if let sinkInputs {
-            for i in sinkInputs { try request(builder, operation) { pa_context_get_sink_input_info(ctx, i, oneSinkInputInfoCallback, $0) } }
-        } else {
-            try request(builder, operation) { pa_context_get_sink_input_info_list(ctx, sinkInputInfoCallback, $0) }
-        }
-        if let sourceOutputs {
-            for i in sourceOutputs {
-                try request(builder, operation) { pa_context_get_source_output_info(ctx, i, oneSourceOutputInfoCallback, $0) }
-            }
-        } else {
-            try request(builder, operation) { pa_context_get_source_output_info_list(ctx, sourceOutputInfoCallback, $0) }
-        }
+        // The streams' lists whole, every time: pipewire-pulse tells a stream moved to another sink
+        // only when the stream's own node changes too (a paused one's may not), as its sink comes
+        // from the links. Few, and small.
+        try request(builder, operation) { pa_context_get_sink_input_info_list(ctx, sinkInputInfoCallback, $0) }
+        try request(builder, operation) { pa_context_get_source_output_info_list(ctx, sourceOutputInfoCallback, $0) }
         try collect(builder, until: deadline, operation)
         guard let server = builder.server else { throw PulseError.noEntity(operation) }
         var snapshot = base
@@ -193,8 +185,8 @@ extension PulseConnection {
         snapshot.sinks = Mirror.patched(base.sinks, asked: sinks, got: builder.sinks, index: \.index)
         snapshot.sources = Mirror.patched(base.sources, asked: sources, got: builder.sources, index: \.index)
         snapshot.cards = Mirror.patched(base.cards, asked: cards, got: builder.cards, index: \.index)
-        snapshot.sinkInputs = Mirror.patched(base.sinkInputs, asked: sinkInputs, got: builder.sinkInputs, index: \.index)
-        snapshot.sourceOutputs = Mirror.patched(base.sourceOutputs, asked: sourceOutputs, got: builder.sourceOutputs, index: \.index)
+        snapshot.sinkInputs = builder.sinkInputs
+        snapshot.sourceOutputs = builder.sourceOutputs
         return snapshot
     }
 
@@ -358,25 +350,17 @@ private func cardReply(_ c: OpaquePointer?, _ info: UnsafePointer<pa_card_info>?
         activeProfile: i.active_profile2.flatMap { string($0.pointee.name) }, ports: cardPorts))
 }
 
-private let sinkInputInfoCallback: pa_sink_input_info_cb_t = { sinkInputReply($0, $1, $2, $3, byIndex: false) }
-private let oneSinkInputInfoCallback: pa_sink_input_info_cb_t = { sinkInputReply($0, $1, $2, $3, byIndex: true) }
-
-private func sinkInputReply(_ c: OpaquePointer?, _ info: UnsafePointer<pa_sink_input_info>?, _ eol: Int32,
-                            _ ud: UnsafeMutableRawPointer?, byIndex: Bool) {
+private let sinkInputInfoCallback: pa_sink_input_info_cb_t = { c, info, eol, ud in
     let b = builder(ud)
-    if b.finish(eol, c, "Failed to get sink input information", missingIsAnswer: byIndex) { return }
+    if b.finish(eol, c, "Failed to get sink input information") { return }
     guard let i = info?.pointee else { return }
     b.sinkInputs.append(SinkInput(index: i.index, sink: i.sink, client: validIndex(i.client),
                                   corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))
 }
 
-private let sourceOutputInfoCallback: pa_source_output_info_cb_t = { sourceOutputReply($0, $1, $2, $3, byIndex: false) }
-private let oneSourceOutputInfoCallback: pa_source_output_info_cb_t = { sourceOutputReply($0, $1, $2, $3, byIndex: true) }
-
-private func sourceOutputReply(_ c: OpaquePointer?, _ info: UnsafePointer<pa_source_output_info>?, _ eol: Int32,
-                               _ ud: UnsafeMutableRawPointer?, byIndex: Bool) {
+private let sourceOutputInfoCallback: pa_source_output_info_cb_t = { c, info, eol, ud in
     let b = builder(ud)
-    if b.finish(eol, c, "Failed to get source output information", missingIsAnswer: byIndex) { return }
+    if b.finish(eol, c, "Failed to get source output information") { return }
     guard let i = info?.pointee else { return }
     b.sourceOutputs.append(SourceOutput(index: i.index, source: i.source, client: validIndex(i.client),
                                         corked: i.corked != 0, mute: i.mute != 0, properties: properties(i.proplist)))

@@ -1,44 +1,49 @@
 internal import CPulse
 import Routing
 
-/// The objects the change notifications since a subscribed connection's last read name, by kind:
+/// The devices the change notifications since a subscribed connection's last read name, by kind:
 /// what its next whole read asks for again, one object at a time (DESIGN.md §3: a burst is one
-/// refetch; this makes that refetch the burst's objects, not every list).
+/// refetch; this makes that refetch the burst's devices, not every list). The streams are not
+/// counted: their lists are read whole every time (see `expanded`).
 struct ChangedObjects: Equatable {
     var sinks: Set<UInt32> = []
     var sources: Set<UInt32> = []
     var cards: Set<UInt32> = []
-    var sinkInputs: Set<UInt32> = []
-    var sourceOutputs: Set<UInt32> = []
-    /// A SERVER notification came (the defaults, or on PulseAudio a port with no card).
-    var server = false
+
+    /// In a kind's set: a notification named no index there, so the kind's whole list is read.
+    static let wholeList = UInt32.max
 
     /// Notes one notification: its facility (`pa_subscription_event_type_t`, the facility bits) and
-    /// the object's index.
+    /// the object's index (`PA_INVALID_INDEX`, which pipewire-pulse sends for a card its client
+    /// does not know, stands for the whole kind: libpulse refuses to ask for it by that index).
     mutating func note(facility: UInt32, index: UInt32) {
         switch facility {
         case PA_SUBSCRIPTION_EVENT_SINK.rawValue: sinks.insert(index)
         case PA_SUBSCRIPTION_EVENT_SOURCE.rawValue: sources.insert(index)
         case PA_SUBSCRIPTION_EVENT_CARD.rawValue: cards.insert(index)
-        case PA_SUBSCRIPTION_EVENT_SINK_INPUT.rawValue: sinkInputs.insert(index)
-        case PA_SUBSCRIPTION_EVENT_SOURCE_OUTPUT.rawValue: sourceOutputs.insert(index)
-        default: server = true
+        default: break
         }
     }
 
     /// What to ask for again over `base`. A card's notification stands for its sinks and sources as
-    /// well: PulseAudio tells a port becoming available or not to the port's card alone, and the
-    /// sink's or source's copy of the port changes with it. A SERVER one stands for the sinks and
-    /// sources that have ports but no card (PulseAudio tells those ports' availability there).
+    /// well: pipewire-pulse tells a change of which routes are available to the card alone, and the
+    /// sink's or source's copy of the port changes with it (PulseAudio tells both).
     func expanded(over base: Snapshot) -> ChangedObjects {
         var wanted = self
-        for sink in base.sinks where sink.card.map(cards.contains) ?? (server && !sink.ports.isEmpty) {
-            wanted.sinks.insert(sink.index)
+        if cards.contains(Self.wholeList) {
+            wanted.sinks.insert(Self.wholeList)
+            wanted.sources.insert(Self.wholeList)
+            return wanted
         }
-        for source in base.sources where source.card.map(cards.contains) ?? (server && !source.ports.isEmpty) {
-            wanted.sources.insert(source.index)
-        }
+        for sink in base.sinks where sink.card.map(cards.contains) ?? false { wanted.sinks.insert(sink.index) }
+        for source in base.sources where source.card.map(cards.contains) ?? false { wanted.sources.insert(source.index) }
         return wanted
+    }
+
+    /// The indices to ask for, or nil for the whole list: more than `Mirror.listAbove` of them (one
+    /// reply instead of many requests), or one notification that named none.
+    static func asked(_ set: Set<UInt32>) -> Set<UInt32>? {
+        set.count > Mirror.listAbove || set.contains(wholeList) ? nil : set
     }
 }
 
