@@ -171,23 +171,28 @@ public struct RouteApplier {
     /// the end, for a client this connection did not see (one that connected as it subscribed: a
     /// `set` then takes the whole `limit`, a rare case). A connection that does not count clients (a
     /// watcher's) asks after the first slice, as it cannot tell.
+    /// A read the server does not answer within its slice is a slice waited, not a failure:
+    /// pipewire-pulse answers on the thread that takes WirePlumber's changes in, and WirePlumber
+    /// carrying out a default among 500 sinks keeps it busy for most of a second.
     func defaultShown(limit: Double, clientsBefore: Int, readBack: ReadBack, settled: (Snapshot) -> Bool,
                       overruled: (Snapshot) -> Bool) throws -> Snapshot {
         var waited = 0.0, refreshed = false
-        var snapshot: Snapshot
+        var snapshot: Snapshot?
         repeat {
             let slice = min(Self.staleAfter, limit - waited)
-            snapshot = try server.apply([], timeout: slice, readBack: readBack, settled: settled)
+            do {
+                let read = try server.apply([], timeout: slice, readBack: readBack, settled: settled)
+                if settled(read) || overruled(read) { return read }
+                snapshot = read
+            } catch let error as any ServerFailure where error.isDeadline {}
             waited += slice
-            if settled(snapshot) || overruled(snapshot) { return snapshot }
             if !refreshed, server.clientsArrived.map({ $0 != clientsBefore }) ?? true || waited >= limit {
                 _ = try server.refreshStaleDefaults(timeout: max(limit - waited, Self.staleAfter))
                 refreshed = true
-                snapshot = try server.apply([], timeout: max(limit - waited, 0.05), readBack: readBack, settled: settled)
-                return snapshot
+                return try server.apply([], timeout: max(limit - waited, Self.staleAfter), readBack: readBack, settled: settled)
             }
         } while waited < limit
-        return snapshot
+        return try snapshot ?? server.apply([], timeout: Self.staleAfter, readBack: readBack, settled: settled)
     }
 
     /// The server shows the plan carried out: after a profile switch, the sink it brought

@@ -88,4 +88,6 @@ public enum ReadBack {
 public protocol ServerFailure: Error, CustomStringConvertible {
     /// No server could be reached (exit 4), as opposed to one that refused (exit 1).
     var isUnreachable: Bool { get }
+    /// routectl's own deadline passed before the server answered (not an error the server sent).
+    var isDeadline: Bool { get }
 }

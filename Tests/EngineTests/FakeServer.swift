@@ -9,6 +9,7 @@ final class FakeServer: AudioServer {
     struct Failure: ServerFailure {
         var description: String
         var isUnreachable: Bool
+        var isDeadline = false
     }
 
     enum Step {
@@ -65,6 +66,9 @@ final class FakeServer: AudioServer {
     var whileApplying: (([Action]) -> Void)?
     /// Actions whose result the engine's `settled` rejected: on a server, a wait for the whole timeout.
     var unsettled: [[Action]] = []
+    /// Read-backs with no actions (the waits for a default to show) the server answers too late:
+    /// each runs out of its deadline (pipewire-pulse busy with WirePlumber's changes).
+    var lateReadBacks = 0
     private(set) var isConnected = true
     private(set) var shouldStop = false
 
@@ -88,6 +92,10 @@ final class FakeServer: AudioServer {
         guard isConnected else { throw Failure(description: "Connection terminated", isUnreachable: true) }
         applied.append(actions)
         whileApplying?(actions)
+        if actions.isEmpty, lateReadBacks > 0 {
+            lateReadBacks -= 1
+            throw Failure(description: "Failed to get server information: Timeout", isUnreachable: false, isDeadline: true)
+        }
         if dieDuringApply {
             isConnected = false
             throw Failure(description: "Connection terminated", isUnreachable: true)
