@@ -4,7 +4,7 @@ import Routing
 /// The devices the change notifications since a subscribed connection's last read name, by kind:
 /// what its next whole read asks for again, one object at a time (DESIGN.md §3: a burst is one
 /// refetch; this makes that refetch the burst's devices, not every list). The streams are not
-/// counted: their lists are read whole every time (see `expanded`).
+/// counted: their lists are read whole every time (`PulseConnection.readChanged` says why).
 struct ChangedObjects: Equatable {
     var sinks: Set<UInt32> = []
     var sources: Set<UInt32> = []
