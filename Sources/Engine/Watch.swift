@@ -396,7 +396,14 @@ public struct Watch {
             let status = Status(snapshot: next)
             if let carried = returns.lazy.compactMap(\.1.carried).first,
                let back = status.outputs.first(where: { $0.id == carried && $0.isAvailable }) {
-                decision.request = status.output?.id == back.id ? nil : .output(back)
+                // Where the server already put the route back on it, it may have done so on another
+                // profile (PipeWire's ACP selects a phone's headphones port in Voice Call, where the
+                // route had fallen back to the earpiece): it was on the profile the rules choose.
+                let there = status.output?.id == back.id
+                    && !((try? Planner.plan(next, .output(back), PlanContext(preferredInput: preferences.preferredInput,
+                                                                             inCall: preferences.inCall, keepCardsOff: true),
+                                            status: status))?.movesRoute ?? false)
+                decision.request = there ? nil : .output(back)
                 decision.reason = .newDeviceAvailable
             }
         }

@@ -1904,6 +1904,34 @@ extension Snapshot {
         #expect(store.record != nil, "the override stays")
     }
 
+    /// A phone with the earpiece the default: its headphones, on the HiFi profile, are pulled (the
+    /// route falls back to the earpiece, in Voice Call) and plugged back within the hold-down, where
+    /// the server (PipeWire's ACP) already switched Voice Call's own port to them. The route ends
+    /// where it was, on the headphones in HiFi: the call profile is for the earpiece and calls
+    /// (rule 8), and the device is the same output by its id. (Left on Voice Call, plain watch, which
+    /// predicts the switch to HiFi, waited 1.5 s for it before reporting the route.)
+    @Test func aFlickerBackOntoTheCallProfilesPortEndsWhereItWas() throws {
+        let phone = "alsa_card.sim-phone", hifiSink = "alsa_output.sim-phone.HiFi__hw_Phone__sink"
+        let callSink = "alsa_output.sim-phone.Voice_Call__hw_Phone__sink", headphones = "\(phone):[Out] Headphones"
+        let hifi = try fixture("sim/pipewire-phone").jack(hifiSink, "[Out] Headphones", .available).routed(to: hifiSink, port: "[Out] Headphones")
+        let call = try fixture("sim/pipewire-phone-voicecall")
+        let server = FakeServer(hifi)
+        server.profiles["\(phone)/Voice Call"] = call
+        server.profiles["\(phone)/HiFi"] = hifi
+        let store = FakeStore()
+        store.preferencesValue.defaultTarget = .earpiece
+        var pulled = hifi.jack(hifiSink, "[Out] Headphones", .unavailable)
+        pulled.sinks[0].activePort = "[Out] Speaker"
+        server.script = [.change(pulled), .pass(0.5),
+                         .change(call.jack(callSink, "[Out] Headphones", .available).routed(to: callSink, port: "[Out] Headphones")),
+                         .pass(0.5)]
+        let events = try run(server, store, holdDown: 2)
+        #expect(events.contains { if case let .flicker(o, _) = $0 { return o.id == headphones } else { return false } })
+        #expect(server.current.cards.first { $0.name == phone }?.activeProfile == "HiFi", "\(server.applied)")
+        #expect(WatchTests().routes(events) == ["headset initial", "receiver (was headset) old-device-unavailable",
+                                                "headset (was receiver) new-device-available"])
+    }
+
     @Test func noReturnClearsTheOverrideWhenTheHoldDownPasses() throws {
         let plugged = try fixture("sim/pulseaudio-laptop-headphones")
         let server = FakeServer(plugged)
