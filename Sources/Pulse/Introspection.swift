@@ -83,13 +83,13 @@ extension PulseConnection {
         if parts.contains(.sinks) {
             try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
         } else if parts.contains(.defaultSink) {
-            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, "@DEFAULT_SINK@", namedSinkInfoCallback, $0) }
+            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, "@DEFAULT_SINK@", oneSinkInfoCallback, $0) }
         }
         if parts.contains(.sources) {
             try request(builder, operation) { pa_context_get_source_info_list(ctx, sourceInfoCallback, $0) }
         } else if parts.contains(.defaultSource) {
             // Both servers resolve the name; a server with no source at all answers that it has none.
-            try request(builder, operation) { pa_context_get_source_info_by_name(ctx, "@DEFAULT_SOURCE@", namedSourceInfoCallback, $0) }
+            try request(builder, operation) { pa_context_get_source_info_by_name(ctx, "@DEFAULT_SOURCE@", oneSourceInfoCallback, $0) }
         }
         if parts.contains(.cards) {
             try request(builder, operation) { pa_context_get_card_info_list(ctx, cardInfoCallback, $0) }
@@ -126,10 +126,8 @@ extension PulseConnection {
                 consumed = changes
                 let mark = changes
                 snapshot = try readChanged(over: snapshot, until: deadline)
-                let barrier = SnapshotBuilder()
-                let ctx = try liveContext("Failed to get server information")
-                try request(barrier, "Failed to get server information") { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
-                try collect(barrier, until: deadline, "Failed to get server information")
+                // The barrier: the server information alone (not a whole read, so it leaves the mirror be).
+                _ = try self.snapshot(until: deadline, parts: [])
                 if changes == mark {
                     latest.keep(snapshot, requestedAt: mark)
                     mirror.snapshot = snapshot
@@ -158,12 +156,12 @@ extension PulseConnection {
         let cards = ChangedObjects.asked(wanted.cards)
         try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
         if let sinks {
-            for i in sinks { try request(builder, operation) { pa_context_get_sink_info_by_index(ctx, i, namedSinkInfoCallback, $0) } }
+            for i in sinks { try request(builder, operation) { pa_context_get_sink_info_by_index(ctx, i, oneSinkInfoCallback, $0) } }
         } else {
             try request(builder, operation) { pa_context_get_sink_info_list(ctx, sinkInfoCallback, $0) }
         }
         if let sources {
-            for i in sources { try request(builder, operation) { pa_context_get_source_info_by_index(ctx, i, namedSourceInfoCallback, $0) } }
+            for i in sources { try request(builder, operation) { pa_context_get_source_info_by_index(ctx, i, oneSourceInfoCallback, $0) } }
         } else {
             try request(builder, operation) { pa_context_get_source_info_list(ctx, sourceInfoCallback, $0) }
         }
@@ -203,7 +201,7 @@ extension PulseConnection {
         consumed = changes
         try request(builder, operation) { pa_context_get_server_info(ctx, serverInfoCallback, $0) }
         for name in names {
-            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, name, namedSinkInfoCallback, $0) }
+            try request(builder, operation) { pa_context_get_sink_info_by_name(ctx, name, oneSinkInfoCallback, $0) }
         }
         try collect(builder, until: deadline, operation)
         guard let fresh = builder.snapshot(parts: [], serverString: serverString) else { throw PulseError.noEntity(operation) }
@@ -268,18 +266,18 @@ private let moduleInfoCallback: pa_module_info_cb_t = { c, info, eol, ud in
 /// name or index may have gone (or the server has none): that is an answer, not a failure. A list
 /// request is never excused.
 private func deviceReply<Info>(_ context: OpaquePointer?, _ info: UnsafePointer<Info>?, _ eol: Int32,
-                               _ ud: UnsafeMutableRawPointer?, _ operation: String, byName: Bool,
+                               _ ud: UnsafeMutableRawPointer?, _ operation: String, oneAskedFor: Bool,
                                keep: (SnapshotBuilder, Info) -> Void) {
     let b = builder(ud)
-    if b.finish(eol, context, operation, missingIsAnswer: byName) { return }
+    if b.finish(eol, context, operation, missingIsAnswer: oneAskedFor) { return }
     if let info { keep(b, info.pointee) }
 }
 
 private let sinkInfoCallback: pa_sink_info_cb_t = {
-    deviceReply($0, $1, $2, $3, "Failed to get sink information", byName: false) { $0.sinks.append(sink($1)) }
+    deviceReply($0, $1, $2, $3, "Failed to get sink information", oneAskedFor: false) { $0.sinks.append(sink($1)) }
 }
-private let namedSinkInfoCallback: pa_sink_info_cb_t = {
-    deviceReply($0, $1, $2, $3, "Failed to get sink information", byName: true) { $0.sinks.append(sink($1)) }
+private let oneSinkInfoCallback: pa_sink_info_cb_t = {
+    deviceReply($0, $1, $2, $3, "Failed to get sink information", oneAskedFor: true) { $0.sinks.append(sink($1)) }
 }
 
 private func sink(_ i: pa_sink_info) -> Sink {
@@ -292,10 +290,10 @@ private func sink(_ i: pa_sink_info) -> Sink {
 }
 
 private let sourceInfoCallback: pa_source_info_cb_t = {
-    deviceReply($0, $1, $2, $3, "Failed to get source information", byName: false) { $0.sources.append(source($1)) }
+    deviceReply($0, $1, $2, $3, "Failed to get source information", oneAskedFor: false) { $0.sources.append(source($1)) }
 }
-private let namedSourceInfoCallback: pa_source_info_cb_t = {
-    deviceReply($0, $1, $2, $3, "Failed to get source information", byName: true) { $0.sources.append(source($1)) }
+private let oneSourceInfoCallback: pa_source_info_cb_t = {
+    deviceReply($0, $1, $2, $3, "Failed to get source information", oneAskedFor: true) { $0.sources.append(source($1)) }
 }
 
 private func source(_ i: pa_source_info) -> Source {
@@ -308,14 +306,14 @@ private func source(_ i: pa_source_info) -> Source {
         activePort: i.active_port.flatMap { string($0.pointee.name) })
 }
 
-private let cardInfoCallback: pa_card_info_cb_t = { cardReply($0, $1, $2, $3, byIndex: false) }
-/// One card asked for by its index: one that has gone is an answer (it is dropped), not a failure.
-private let oneCardInfoCallback: pa_card_info_cb_t = { cardReply($0, $1, $2, $3, byIndex: true) }
+private let cardInfoCallback: pa_card_info_cb_t = { cardReply($0, $1, $2, $3, oneAskedFor: false) }
+/// One card asked for (by its index): one that has gone is an answer (it is dropped), not a failure.
+private let oneCardInfoCallback: pa_card_info_cb_t = { cardReply($0, $1, $2, $3, oneAskedFor: true) }
 
 private func cardReply(_ c: OpaquePointer?, _ info: UnsafePointer<pa_card_info>?, _ eol: Int32, _ ud: UnsafeMutableRawPointer?,
-                       byIndex: Bool) {
+                       oneAskedFor: Bool) {
     let b = builder(ud)
-    if b.finish(eol, c, "Failed to get card information", missingIsAnswer: byIndex) { return }
+    if b.finish(eol, c, "Failed to get card information", missingIsAnswer: oneAskedFor) { return }
     guard let i = info?.pointee else { return }
     var profiles: [Profile] = []
     if let list = i.profiles2 {

@@ -12,16 +12,18 @@ enum ApplyLock {
         guard let path = store.overrideFile?.replacingSuffix("override.json", with: "apply.lock"),
               let bytes = try? FileIO.read(path), let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingNewline),
               pid > 0, kill(pid, 0) == 0 || errno == EPERM,
-              let comm = try? FileIO.read("/proc/\(pid)/comm"), let stat = try? FileIO.read("/proc/\(pid)/stat") else { return false }
-        return String(decoding: comm, as: UTF8.self).hasPrefix("routectl") && isAlive(stat: stat)
+              let stat = try? FileIO.read("/proc/\(pid)/stat") else { return false }
+        return isLiveRoutectl(stat: stat)
     }
 
-    /// `/proc/PID/stat` says the process runs: its state (the field after the command name in
-    /// parentheses, which may itself hold a parenthesis) is not Z (zombie) or X (dead).
-    static func isAlive(stat: [UInt8]) -> Bool {
-        guard let close = stat.lastIndex(of: UInt8(ascii: ")")),
+    /// `/proc/PID/stat` names a routectl that runs: its command name (in parentheses, as
+    /// /proc/PID/comm has it; it may itself hold a parenthesis) begins with routectl, and its state
+    /// (the field after it) is not Z (zombie) or X (dead).
+    static func isLiveRoutectl(stat: [UInt8]) -> Bool {
+        guard let open = stat.firstIndex(of: UInt8(ascii: "(")), let close = stat.lastIndex(of: UInt8(ascii: ")")), open < close,
               let state = stat[(close + 1)...].first(where: { $0 != UInt8(ascii: " ") }) else { return false }
-        return state != UInt8(ascii: "Z") && state != UInt8(ascii: "X")
+        return String(decoding: stat[(open + 1)..<close], as: UTF8.self).hasPrefix("routectl")
+            && state != UInt8(ascii: "Z") && state != UInt8(ascii: "X")
     }
 
     static func acquire(_ store: StateStore) throws(Failure) -> FileLock {
