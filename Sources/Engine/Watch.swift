@@ -396,10 +396,16 @@ public struct Watch {
             let status = Status(snapshot: next)
             if let carried = returns.lazy.compactMap(\.1.carried).first,
                let back = status.outputs.first(where: { $0.id == carried && $0.isAvailable }) {
-                // Where the server already put the route back on it, it may have done so on another
-                // profile (PipeWire's ACP selects a phone's headphones port in Voice Call, where the
-                // route had fallen back to the earpiece): it was on the profile the rules choose.
+                // Where the server already put the route back on it, the rules may still have a step
+                // to take. The fallback as the device left made another sink the server's remembered
+                // default, which WirePlumber goes back to a moment later (a Bluetooth headset whose
+                // profile then switches): a device that came back on a sink of its own is named the
+                // default again. And the server may have picked it on another profile than the rules
+                // choose (PipeWire's ACP selects a phone's headphones port in Voice Call, where the
+                // route had fallen back to the earpiece).
+                let returned = returns.contains { $0.0.id == back.id }
                 let there = status.output?.id == back.id
+                    && !(returned && back.sink != change.previous.server.defaultSinkName)
                     && !((try? Planner.plan(next, .output(back), PlanContext(preferredInput: preferences.preferredInput,
                                                                              inCall: preferences.inCall, keepCardsOff: true),
                                             status: status))?.movesRoute ?? false)

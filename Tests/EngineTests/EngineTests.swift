@@ -1932,6 +1932,24 @@ extension Snapshot {
                                                 "headset (was receiver) new-device-available"])
     }
 
+    /// A Bluetooth headset that carried the sound leaves (the route falls back to the speaker, which
+    /// watch --apply makes the server's default) and comes back within the hold-down, where the server
+    /// already put the default on it: watch --apply still names it the default. Left to the server,
+    /// WirePlumber went back to the speaker it remembered a moment later (after the headset's profile
+    /// switch), with the route reported on the headset.
+    @Test func aFlickerOntoWhereTheServerAlreadyIsClaimsTheDefault() throws {
+        let headset = try fixture("sim/pipewire-bluetooth-a2dp")
+        let bluetoothSink = "bluez_output.00_11_22_33_44_55.1"
+        let server = FakeServer(headset)
+        server.script = [.change(try fixture("sim/pipewire-laptop")), .pass(0.8), .change(headset), .pass(0.5)]
+        let store = FakeStore()
+        let events = try run(server, store, holdDown: 2)
+        #expect(events.contains { if case let .flicker(o, _) = $0 { return o.id == "bluez_card.00_11_22_33_44_55" } else { return false } })
+        #expect(server.applied.last?.contains(.setDefaultSink(bluetoothSink)) == true, "\(server.applied)")
+        #expect(WatchTests().routes(events) == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable",
+                                                "bluetooth (was speaker) new-device-available"])
+    }
+
     @Test func noReturnClearsTheOverrideWhenTheHoldDownPasses() throws {
         let plugged = try fixture("sim/pulseaudio-laptop-headphones")
         let server = FakeServer(plugged)
