@@ -126,6 +126,8 @@ public struct Watch {
         var leftAt: Double
         /// The output the route was on when the device left: a return puts the route back there.
         var carried: String?
+        /// That output's card profile then.
+        var carriedProfile: String?
         var deadline: Double
         /// The connection order when it left (rule 3's recency): a return takes its place back.
         var order: [String] = []
@@ -396,19 +398,26 @@ public struct Watch {
             let status = Status(snapshot: next)
             if let carried = returns.lazy.compactMap(\.1.carried).first,
                let back = status.outputs.first(where: { $0.id == carried && $0.isAvailable }) {
-                // Where the server already put the route back on it, the rules may still have a step
-                // to take. The fallback as the device left made another sink the server's remembered
-                // default, which WirePlumber goes back to a moment later (a Bluetooth headset whose
-                // profile then switches): a device that came back on a sink of its own is named the
-                // default again. And the server may have picked it on another profile than the rules
-                // choose (PipeWire's ACP selects a phone's headphones port in Voice Call, where the
-                // route had fallen back to the earpiece).
-                let returned = returns.contains { $0.0.id == back.id }
-                let there = status.output?.id == back.id
-                    && !(returned && back.sink != change.previous.server.defaultSinkName)
-                    && !((try? Planner.plan(next, .output(back), PlanContext(preferredInput: preferences.preferredInput,
-                                                                             inCall: preferences.inCall, keepCardsOff: true),
-                                            status: status))?.movesRoute ?? false)
+                // A device that carried the sound and came back may need a step even where the server
+                // already put the route back on it:
+                // - on a sink other than the one the route fell back to (a Bluetooth headset's), it is
+                //   named the default again: the fallback made that other sink the server's remembered
+                //   default, which WirePlumber goes back to a moment later;
+                // - on another profile than the one it left from, where the rules choose a third
+                //   (PipeWire's ACP selects a phone's headphones port in Voice Call, where the route
+                //   had fallen back to the earpiece), the rules' profile is taken;
+                // - what --mute-on-fallback muted as it left is unmuted.
+                // An output that stayed while the device was away is left as it is.
+                let left = returns.first { $0.0.id == back.id }?.1
+                let claimsDefault = left != nil && back.sink != change.previous.server.defaultSinkName
+                let otherProfile = left.map { left in
+                    back.cardProfile != left.carriedProfile
+                        && (try? Planner.plan(next, .output(back), PlanContext(preferredInput: preferences.preferredInput,
+                                                                              inCall: preferences.inCall, keepCardsOff: true),
+                                              status: status))?.movesRoute == true
+                } ?? false
+                let unmutes = left != nil && store.mutedByRoutectl != nil
+                let there = status.output?.id == back.id && !claimsDefault && !otherProfile && !unmutes
                 decision.request = there ? nil : .output(back)
                 decision.reason = .newDeviceAvailable
             }
@@ -419,7 +428,8 @@ public struct Watch {
             for output in change.removed where output.route.isExternal {
                 let clear = decision.deferredClear.flatMap { $0.device.id == output.id ? $0 : nil }
                 departures[output.id] = Departure(clear: clear, override: clear == nil ? nil : standing, leftAt: now,
-                                                  carried: decided.previous.output?.id, deadline: now + holdDown, order: orderBefore)
+                                                  carried: decided.previous.output?.id, carriedProfile: decided.previous.output?.cardProfile,
+                                                  deadline: now + holdDown, order: orderBefore)
             }
         }
         if ownCardSwitch || (decision.reason == .categoryChange || decision.reason == .noSuitableRoute) && ownStep {

@@ -1711,12 +1711,12 @@ extension Snapshot {
     let laptop = "alsa_output.sim-laptop.analog-stereo"
     let phones = "alsa_card.sim-laptop:analog-output-headphones"
 
-    func run(_ server: FakeServer, _ store: FakeStore, holdDown: Double, warned: @escaping (String) -> Void = { _ in },
+    func run(_ server: FakeServer, _ store: FakeStore, holdDown: Double, muteOnFallback: Bool = false, warned: @escaping (String) -> Void = { _ in },
              remote: RemoteControl? = nil, rulesChanged: (() -> Bool)? = nil) throws -> [Event] {
         let clock = ManualClock()
         server.clock = clock
         var events: [Event] = []
-        var watch = Watch(server: server, store: store, clocks: clock.clocks, apply: true, muteOnFallback: false, holdDown: holdDown,
+        var watch = Watch(server: server, store: store, clocks: clock.clocks, apply: true, muteOnFallback: muteOnFallback, holdDown: holdDown,
                           timeout: 1, snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: warned)
         watch.remote = remote
         watch.rulesMayHaveChanged = rulesChanged
@@ -1739,6 +1739,23 @@ extension Snapshot {
         #expect(events.contains { if case let .flicker(o, away) = $0 { return o.id == phones && away == 500 } else { return false } })
         #expect(WatchTests().routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable",
                                                 "headset (was speaker) new-device-available"], "the route falls back at once, then returns")
+        #expect(server.applied.count == 1, "the fallback only: back on the same sink and port, nothing to do: \(server.applied)")
+    }
+
+    /// With --mute-on-fallback, the speaker routectl muted as the headphones went is unmuted when they
+    /// come back within the hold-down onto that same sink, where the server already switched the port.
+    @Test func aFlickerUnmutesWhatTheFallbackMuted() throws {
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        var back = plugged
+        back.sinks[0].mute = true  // the sink routectl muted, now with the headphones port selected again
+        let server = FakeServer(plugged)
+        server.script = [.change(pulled(plugged)), .pass(0.5), .change(back), .pass(0.5)]
+        let store = FakeStore()
+        let events = try run(server, store, holdDown: 2, muteOnFallback: true)
+        #expect(events.contains { $0.type == "flicker" })
+        #expect(server.applied.joined().contains(.setSinkMute(sink: laptop, mute: true)), "the fallback muted: \(server.applied)")
+        #expect(server.current.sinks[0].mute == false, "\(server.applied)")
+        #expect(store.mutedByRoutectl == nil)
     }
 
     /// The headphones, connected before a USB headset that carries the sound, are pulled and plugged
@@ -1907,9 +1924,10 @@ extension Snapshot {
     /// A phone with the earpiece the default: its headphones, on the HiFi profile, are pulled (the
     /// route falls back to the earpiece, in Voice Call) and plugged back within the hold-down, where
     /// the server (PipeWire's ACP) already switched Voice Call's own port to them. The route ends
-    /// where it was, on the headphones in HiFi: the call profile is for the earpiece and calls
-    /// (rule 8), and the device is the same output by its id. (Left on Voice Call, plain watch, which
-    /// predicts the switch to HiFi, waited 1.5 s for it before reporting the route.)
+    /// where it was, on the headphones in HiFi (the route needed Voice Call only for the earpiece,
+    /// which has no other profile), though the device is the same output by its id. (Left on Voice
+    /// Call, plain watch, which predicts the switch to HiFi, waited 1.5 s for it before reporting the
+    /// route.) Headphones that left from Voice Call (another program's call) and come back there stay.
     @Test func aFlickerBackOntoTheCallProfilesPortEndsWhereItWas() throws {
         let phone = "alsa_card.sim-phone", hifiSink = "alsa_output.sim-phone.HiFi__hw_Phone__sink"
         let callSink = "alsa_output.sim-phone.Voice_Call__hw_Phone__sink", headphones = "\(phone):[Out] Headphones"
@@ -1930,6 +1948,17 @@ extension Snapshot {
         #expect(server.current.cards.first { $0.name == phone }?.activeProfile == "HiFi", "\(server.applied)")
         #expect(WatchTests().routes(events) == ["headset initial", "receiver (was headset) old-device-unavailable",
                                                 "headset (was receiver) new-device-available"])
+
+        let inCall = call.jack(callSink, "[Out] Headphones", .available).routed(to: callSink, port: "[Out] Headphones")
+        var earpiece = call
+        earpiece.sinks[0].activePort = "[Out] Earpiece"
+        let stays = FakeServer(inCall)
+        stays.profiles["\(phone)/HiFi"] = hifi
+        stays.script = [.change(earpiece), .pass(0.5), .change(inCall), .pass(0.5)]
+        let stayed = try run(stays, store, holdDown: 2)
+        #expect(stayed.contains { $0.type == "flicker" })
+        #expect(!stays.applied.joined().contains { if case .setCardProfile = $0 { return true } else { return false } }, "\(stays.applied)")
+        #expect(stays.current.cards.first { $0.name == phone }?.activeProfile == "Voice Call")
     }
 
     /// A Bluetooth headset that carried the sound leaves (the route falls back to the speaker, which
