@@ -403,7 +403,7 @@ public struct Watch {
                 // - on a sink other than the one the route fell back to (a Bluetooth headset's), it is
                 //   named the default again: the fallback made that other sink the server's remembered
                 //   default, which WirePlumber goes back to a moment later;
-                // - on another profile than the one it left from, where the rules choose a third
+                // - on another profile than the one it left from, and one the rules would not choose
                 //   (PipeWire's ACP selects a phone's headphones port in Voice Call, where the route
                 //   had fallen back to the earpiece), the rules' profile is taken;
                 // - what --mute-on-fallback muted as it left is unmuted.
