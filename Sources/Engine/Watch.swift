@@ -408,16 +408,15 @@ public struct Watch {
                 //   had fallen back to the earpiece), the rules' profile is taken;
                 // - what --mute-on-fallback muted as it left is unmuted.
                 // An output that stayed while the device was away is left as it is.
+                // (Cheapest first: the mute is a file, the profile a plan.)
+                func takesAStep(_ left: Departure) -> Bool {
+                    back.sink != change.previous.server.defaultSinkName
+                        || store.mutedByRoutectl != nil
+                        || back.cardProfile != left.carriedProfile
+                            && Self.policyPlan(next, .output(back), preferences, status: status)?.movesRoute == true
+                }
                 let left = returns.first { $0.0.id == back.id }?.1
-                let claimsDefault = left != nil && back.sink != change.previous.server.defaultSinkName
-                let otherProfile = left.map { left in
-                    back.cardProfile != left.carriedProfile
-                        && (try? Planner.plan(next, .output(back), PlanContext(preferredInput: preferences.preferredInput,
-                                                                              inCall: preferences.inCall, keepCardsOff: true),
-                                              status: status))?.movesRoute == true
-                } ?? false
-                let unmutes = left != nil && store.mutedByRoutectl != nil
-                let there = status.output?.id == back.id && !claimsDefault && !otherProfile && !unmutes
+                let there = status.output?.id == back.id && !(left.map { takesAStep($0) } ?? false)
                 decision.request = there ? nil : .output(back)
                 decision.reason = .newDeviceAvailable
             }
@@ -674,9 +673,7 @@ public struct Watch {
         let status = Status(snapshot: snapshot)
         let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, priority: preferences.priority,
                                     inCall: preferences.inCall)
-        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
-        let plan = try? Planner.plan(snapshot, request, context, status: status)
-        guard plan?.movesRoute == true else { return true }
+        guard Self.policyPlan(snapshot, request, preferences, status: status)?.movesRoute == true else { return true }
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                        reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true,
                                        keepCardsOff: true)
@@ -771,9 +768,15 @@ public struct Watch {
 
     /// Whether `watch --apply` would find an output for `request` (a card left off is no way there).
     static func leadsSomewhere(_ request: RouteRequest, _ snapshot: Snapshot, _ preferences: Preferences) -> Bool {
-        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
-        guard let plan = try? Planner.plan(snapshot, request, context) else { return true }
+        guard let plan = policyPlan(snapshot, request, preferences) else { return true }
         return plan.output != nil || !plan.actions.isEmpty
+    }
+
+    /// The plan `watch --apply` would carry out for `request` under the preferences (its own moves
+    /// leave a card that is off as it is); nil when there is none.
+    static func policyPlan(_ snapshot: Snapshot, _ request: RouteRequest, _ preferences: Preferences, status: Status? = nil) -> Plan? {
+        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
+        return try? Planner.plan(snapshot, request, context, status: status)
     }
 
     /// The cards switched to or from `off` in this change: `off`, the card of the output the route
