@@ -438,20 +438,27 @@ public struct Watch {
             decision.request = nil
             decision.reason = nil
         }
+        // A flicker comes after its device events and before the route event that puts the route back,
+        // whether the server already did (printed here) or routectl's move does (printed after it).
+        var unreported = returns[...]
+        func emitFlickers() -> Bool {
+            while let (output, departure) = unreported.popFirst() {
+                let away = Int(((clocks.monotonic() - departure.leftAt) * 1000).rounded())
+                guard emit(.flicker(output, awayMilliseconds: away)) else { return false }
+            }
+            return true
+        }
         // The route event waits for routectl's own move, so that one user action is one route change.
         // The server's steal by an HDMI output is reported, then routectl's putting it back.
         for event in events where decision.request == nil || decision.reason == .restored || event.type != "route" {
             if case let .route(_, _, reason, _) = event {
-                guard reportOrHold(Status(snapshot: next), reason: reason) else { return false }
+                guard emitFlickers(), reportOrHold(Status(snapshot: next), reason: reason) else { return false }
                 continue
             }
             guard emit(event) else { return false }
         }
         snapshot = next
-        for (output, departure) in returns {
-            let away = Int(((clocks.monotonic() - departure.leftAt) * 1000).rounded())
-            guard emit(.flicker(output, awayMilliseconds: away)) else { return false }
-        }
+        guard emitFlickers() else { return false }
         guard !decision.isEmpty else { return true }
 
         if let cause = decision.clearOverride, let target = preferences.override, clearOverride() {

@@ -1740,6 +1740,16 @@ extension Snapshot {
         #expect(WatchTests().routes(events) == ["headset initial", "speaker (was headset) old-device-unavailable",
                                                 "headset (was speaker) new-device-available"], "the route falls back at once, then returns")
         #expect(server.applied.count == 1, "the fallback only: back on the same sink and port, nothing to do: \(server.applied)")
+        #expect(typesAfterTheFallback(events) == ["device-added", "flicker", "route"], "the server's return, as routectl's move is printed")
+    }
+
+    /// The events after the route's fallback, in order: a return prints its device events, the flicker,
+    /// then the route back (`routectl help watch`), whether the server or routectl put it back.
+    func typesAfterTheFallback(_ events: [Event]) -> [String] {
+        guard let fallback = events.lastIndex(where: {
+            if case let .route(_, _, reason, _) = $0 { return reason == .oldDeviceUnavailable } else { return false }
+        }) else { return [] }
+        return events[(fallback + 1)...].map(\.type)
     }
 
     /// With --mute-on-fallback, the speaker routectl muted as the headphones went is unmuted when they
@@ -1975,6 +1985,7 @@ extension Snapshot {
         let events = try run(server, store, holdDown: 2)
         #expect(events.contains { if case let .flicker(o, _) = $0 { return o.id == "bluez_card.00_11_22_33_44_55" } else { return false } })
         #expect(server.applied.last?.contains(.setDefaultSink(bluetoothSink)) == true, "\(server.applied)")
+        #expect(typesAfterTheFallback(events) == ["device-added", "flicker", "route"], "routectl's move, as the server's return is printed")
         #expect(WatchTests().routes(events) == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable",
                                                 "bluetooth (was speaker) new-device-available"])
     }
