@@ -228,6 +228,32 @@ pactl set-sink-mute sim-earpiece 0
 rc clear >/dev/null
 pactl set-sink-mute sim-speaker 0
 
+echo "-- --mute-on-fallback: set to the speaker it muted unmutes it; a speaker the user muted stays muted"
+start_watch watch --apply --mute-on-fallback --json
+plug headset sim-headset
+default_is sim-headset
+unplug sim-headset
+default_is sim-speaker
+wait_for "sim-speaker muted" sh -c '[ "$(pactl get-sink-mute sim-speaker)" = "Mute: yes" ]'
+rc set speaker >/dev/null
+expect_eq "set speaker: the speaker routectl muted is unmuted" "Mute: no" "$(pactl get-sink-mute sim-speaker)"
+rc clear >/dev/null
+pactl set-sink-mute sim-speaker 1
+plug headset sim-headset
+wait_event "$dir/events" 2 route route=headset
+unplug sim-headset
+# The route event comes after the watcher's steps for the change, the mute among them.
+wait_event "$dir/events" 2 route route=speaker reason=old-device-unavailable
+expect_eq "a speaker the user muted: the fallback notes no mute of routectl's" no \
+	"$([ -e "$XDG_RUNTIME_DIR/routectl/muted.json" ] && echo yes || echo no)"
+plug headset sim-headset
+wait_event "$dir/events" 3 route route=headset
+expect_eq "a speaker the user muted stays muted when the headset comes back" "Mute: yes" "$(pactl get-sink-mute sim-speaker)"
+unplug sim-headset
+wait_event "$dir/events" 3 route route=speaker reason=old-device-unavailable
+stop_watch
+pactl set-sink-mute sim-speaker 0
+
 echo "-- SIGHUP does not end watch --apply: it keeps applying the rules"
 set_default sim-speaker
 start_watch watch --apply --json

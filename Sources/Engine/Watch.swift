@@ -494,10 +494,13 @@ public struct Watch {
                 }
             }
             if decision.muteFallback, result.status.route == .speaker, let sink = result.status.output?.sink {
-                after = try server.apply([.setSinkMute(sink: sink, mute: true)], timeout: timeout) { s in
-                    s.sinks.first { $0.name == sink }?.mute == true
+                // A speaker the user had muted is theirs: routectl neither mutes it nor, later, unmutes it.
+                if result.snapshot.sinks.first(where: { $0.name == sink })?.mute == false {
+                    after = try server.apply([.setSinkMute(sink: sink, mute: true)], timeout: timeout) { s in
+                        s.sinks.first { $0.name == sink }?.mute == true
+                    }
+                    store.mutedByRoutectl = sink
                 }
-                store.mutedByRoutectl = sink
             } else if result.status.route.isExternal {
                 // The device came back: what --mute-on-fallback muted is unmuted (only that).
                 after = try RouteApplier.unmuteWhatRoutectlMuted(server, store, after, timeout: timeout)

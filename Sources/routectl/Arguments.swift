@@ -267,7 +267,7 @@ enum Grammar {
             name: "watch", arguments: "", summary: "Print route events as they happen; --apply keeps the rules.",
             options: [
                 OptionSpec(name: "apply", help: "Also enforce the rules: external devices win, unplugging falls back."),
-                OptionSpec(name: "mute-on-fallback", help: "With --apply: mute the speaker the route falls back to from an external device."),
+                OptionSpec(name: "mute-on-fallback", help: "With --apply: mute the speaker the route falls back to from an external device (only one it can unmute later)."),
                 OptionSpec(name: "hold-down", value: "SECONDS",
                            help: "With --apply: an external device back within this long is a flicker; its override stays (default 2, 0 off)."),
                 OptionSpec(name: "dbus", help: "With --apply: serve io.github.routectl and the callaudiod drop-in on the session bus."),

@@ -1768,6 +1768,21 @@ extension Snapshot {
         #expect(store.mutedByRoutectl == nil)
     }
 
+    /// A speaker the user muted before the route fell back to it stays muted when the headphones come
+    /// back: routectl did not mute it, so it does not unmute it (it unmuted it, noting its own mute).
+    @Test func aSpeakerTheUserMutedStaysMuted() throws {
+        var plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        plugged.sinks[0].mute = true
+        let server = FakeServer(plugged)
+        server.script = [.change(pulled(plugged)), .pass(3), .change(plugged), .pass(0.5)]
+        let store = FakeStore()
+        let events = try run(server, store, holdDown: 2, muteOnFallback: true)
+        #expect(WatchTests().routes(events).last == "headset (was speaker) new-device-available")
+        #expect(!server.applied.joined().contains { if case .setSinkMute = $0 { return true } else { return false } }, "\(server.applied)")
+        #expect(server.current.sinks[0].mute == true)
+        #expect(store.mutedByRoutectl == nil)
+    }
+
     /// The headphones, connected before a USB headset that carries the sound, are pulled and plugged
     /// back within the hold-down, no override standing: one flicker, and the route ends where it was,
     /// on the USB headset. (Taken as a plug, the return moved the sound to the headphones, and a
