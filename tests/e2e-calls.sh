@@ -377,6 +377,44 @@ expect_eq "phone+headset call end: route bluetooth" bluetooth "$(rc query route)
 stop_watchers
 disconnect "$a_addr"
 
+echo "-- phone with a Bluetooth speaker (A2DP only) and a headset: the headset takes the call, the speaker never does"
+s_addr=00:1A:7D:DA:71:13 s_name=Soundcore s_card=bluez_card.00_1A_7D_DA_71_13
+start_watchers
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 1 "^route bluetooth .*output=$a_card" || true
+connect "$s_addr" "$s_name" a2dp
+wait_line "$apply" 1 "^route bluetooth .*output=$s_card" || true
+settle
+expect_eq "the A2DP speaker, connected last, has the sound (server)" "$(bt_sink "$s_addr")" "$(pactl get-default-sink)"
+run_rc rc call start
+expect_eq "A2DP speaker beside a headset, call start: exit 0" 0 "$rc"
+expect_match "A2DP speaker beside a headset, call start: the headset in HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+expect_eq "A2DP speaker beside a headset, call start: the headset's sink is the default (server)" \
+	"$(bt_sink "$a_addr" "$hfp")" "$(pactl get-default-sink)"
+settle
+mark
+disconnect "$a_addr"
+wait_line "$apply" 1 "^route receiver" || true
+settle
+expect_eq "the headset gone in the call: the earpiece, not the A2DP speaker (server)" "[Out] Earpiece" "$(port_now)"
+expect_eq "the headset gone in the call: the speaker's sink is not the default (server)" no \
+	"$([ "$(pactl get-default-sink)" = "$(bt_sink "$s_addr")" ] && echo yes || echo no)"
+expect_step "the headset gone in the call: one route event to the receiver" \
+	"device-removed bluetooth $a_card \"$a_name\"" \
+	"route receiver (was bluetooth) reason=old-device-unavailable output=$card:[Out] Earpiece"
+mark
+disconnect "$s_addr"
+connect "$s_addr" "$s_name" a2dp
+wait_line "$watch" 2 "^device-added bluetooth $s_card" || true
+settle
+expect_eq "the A2DP speaker connecting in the call: the earpiece keeps it (server)" "[Out] Earpiece" "$(port_now)"
+expect_eq "the A2DP speaker connecting in the call: no route event" "" "$(since "$apply" route)"
+run_rc rc call end
+expect_eq "call end: the A2DP speaker has the sound again (server)" "$(bt_sink "$s_addr")" "$(pactl get-default-sink)"
+expect_eq "call end: HiFi (server)" HiFi "$(profile_of "$card")"
+stop_watchers
+disconnect "$s_addr"
+
 echo "-- laptop (no call profile) with a Bluetooth headset: HFP for the call only"
 cards_server laptop
 laptop_card=alsa_card.sim-laptop

@@ -369,8 +369,10 @@ public struct Watch {
         let standing = timing ? try? store.overrideRecord() : nil
         let now = clocks.monotonic()
         // routectl's own command switching a card off or on (call end putting back a card that was
-        // off, call start or set switching one on): its outputs going or coming are that step.
-        let ownStep = hold?.intent != nil || ownMoveJustNow(away: change.previous.output)
+        // off, call start or set switching one on): its outputs going or coming are that step. So is
+        // a change that brings the route to the output a command just announced (call end leaving the
+        // earpiece for a device on another card, and its card for HiFi): not a card flipping by itself.
+        let ownStep = hold?.intent != nil || ownMoveJustNow(away: change.previous.output) || arrivesAtOwnMove(change)
         let ownCardSwitch = ownCardSwitch(change)
         let returns = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
             .filter { $0.1.deadline > now && !ownCardSwitch }
@@ -703,6 +705,15 @@ public struct Watch {
     /// (an intent under 2 s old, done or not): a profile switch of that card seen now is its own, even
     /// when this watcher, slow under load, took its snapshot in the middle of a move already over. (A
     /// flip of the very device routectl moved to is another client's.)
+    /// The change brings the route to the output a command of routectl's announced moments ago.
+    func arrivesAtOwnMove(_ change: Change) -> Bool {
+        guard change.routeChanged, let output = change.current.output, let intent = intentNow(), intent.output == output.id else {
+            return false
+        }
+        let age = clocks.wallMilliseconds() - intent.at
+        return age >= 0 && age <= (intent.done ? Self.finishedExplains : Self.inProgressExplains)
+    }
+
     func ownMoveJustNow(away output: Output?) -> Bool {
         guard let output, let card = output.cardName, let intent = intentNow() else { return false }
         return clocks.wallMilliseconds() - intent.at < Int64(RouteHold.limit * 1000)

@@ -65,10 +65,11 @@ public enum Policy {
     /// list): the present outputs the list names, in its order (an entry is an output id, or a kind,
     /// `bluetooth` or `headset`, meaning those devices most recent first); then the unlisted external
     /// devices, most recently connected first. An unlisted HDMI or built-in output is not ranked: the
-    /// target decides those. In a call only headsets are ranked (rule 8: the list chooses among them;
-    /// the call's target, not a listed HDMI output or speaker, stands in when none is there).
+    /// target decides those. In a call only headsets are ranked, a Bluetooth one only with a headset
+    /// profile (rule 8: the list chooses among them; the call's target, not a listed HDMI output, a
+    /// speaker or an A2DP-only Bluetooth speaker, stands in when none is there).
     public static func ranked(_ status: Status, _ state: PolicyState, priority: [String], inCall: Bool = false) -> [Output] {
-        let present = status.outputs.filter { $0.isConnected && !$0.isHiddenByJack && (!inCall || $0.route.isExternal) }
+        let present = status.outputs.filter { $0.isConnected && !$0.isHiddenByJack && (!inCall || $0.route.isExternal && $0.takesCalls) }
         let recent = state.connected.reversed().compactMap { id in present.first { $0.id == id } }
         var ranked: [Output] = []
         func add(_ output: Output) { if !ranked.contains(where: { $0.id == output.id }) { ranked.append(output) } }
@@ -99,7 +100,7 @@ public enum Policy {
     /// `recency`: the order devices connected in, as a watcher saw it (else as the sink numbers tell it).
     public static func ruling(_ status: Status, _ preferences: Preferences, recency: PolicyState? = nil) -> RouteRequest {
         let state = recency ?? PolicyState(status: status)
-        if let output = status.output, output.route.isExternal, output.isAvailable,
+        if let output = status.output, output.route.isExternal, output.isAvailable, !preferences.inCall || output.takesCalls,
            preferences.priority.isEmpty || ranked(status, state, by: preferences).first?.id == output.id {
             // In a call the device is asked for by name: the call may need its headset profile.
             return preferences.inCall ? RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)

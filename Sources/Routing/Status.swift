@@ -46,6 +46,13 @@ public struct Output: Equatable, Sendable {
     /// switched `off` (a headset PulseAudio is removing, or a card a user turned off).
     public var isConnected: Bool { isAvailable && !isLeaving && cardProfile != "off" }
 
+    /// Whether the output can carry a call (rule 8): a Bluetooth device only with a headset profile
+    /// (HFP/HSP), the one with a microphone; an A2DP-only speaker cannot. One no card profile governs
+    /// (a sink with Bluetooth's properties and no card) is taken at its word.
+    public var takesCalls: Bool {
+        route != .bluetooth || profiles.isEmpty || profiles.contains(where: Planner.isBluetoothHeadsetProfile)
+    }
+
     /// Whether the output id `id` names an output of the card `card`: one of its ports
     /// (`CARD:PORT`), or the card itself (a Bluetooth headset's).
     public static func id(_ id: String, isOn card: String) -> Bool { id == card || id.hasPrefix(card + ":") }
