@@ -184,14 +184,23 @@ for round in 1 2; do
 	expect_eq "restart $round: recovered on the earpiece" "$round" "$(events "$dir/events" recovered route=receiver)"
 	expect_eq "restart $round: the route re-applied on the server" sim-earpiece "$(pactl get-default-sink)"
 done
+echo "-- another client's pick, respected, outlives a restart: the route is put back where it was, not where the rules say"
+pactl set-default-sink sim-speaker
+wait_event "$dir/events" 1 route route=speaker reason=route-configuration-change
+"$root/scripts/server.sh" stop "$dir"
+wait_event "$dir/events" 3 interrupted
+eval "$("$root/scripts/server.sh" start "$server" "$dir")"
+wait_event "$dir/events" 3 recovered
+expect_eq "a pick before the restart: recovered on it" 1 "$(events "$dir/events" recovered route=speaker)"
+expect_eq "a pick before the restart: kept on the server" sim-speaker "$(pactl get-default-sink)"
 echo "-- wait across a restart: it waits on, and sees the route the server comes back to"
 "$routectl" wait headset --timeout 30 >"$dir/wait.out" 2>"$dir/wait.err" &
 waiter=$!
 wait_for "wait connected" sh -c "[ \"\$(pactl list clients | grep -c 'application.id = \"io.github.routectl\"')\" -ge 2 ]"
 "$root/scripts/server.sh" stop "$dir"
-wait_event "$dir/events" 3 interrupted
+wait_event "$dir/events" 4 interrupted
 eval "$("$root/scripts/server.sh" start "$server" "$dir")"
-wait_event "$dir/events" 3 recovered
+wait_event "$dir/events" 4 recovered
 plug headset sim-headset
 set +e; wait "$waiter"; wrc=$?; set -e
 expect_eq "wait headset across a restart: exit 0 with the route, not exit 4" "0 headset" "$wrc $(cat "$dir/wait.out")"

@@ -63,6 +63,8 @@ public struct Watch {
     var stateTrouble: String?
     /// The rules are owed a re-apply once the state files read again (the server came back meanwhile).
     var reapplyOwed = false
+    /// The route and devices as they were when the server went away, for the re-apply once it is back.
+    var beforeInterruption: Status?
     /// What the D-Bus service last showed of routectl's own state.
     var shownPreferences = Preferences()
     /// With --apply: the server moved the route off a card's output, the output still there, and
@@ -1189,8 +1191,14 @@ public struct Watch {
     /// owns, and say `recovered` only once connected and re-applied (a state file that cannot be read
     /// is said once and tried again with the backoff, as a refusal is). False when asked to stop.
     mutating func recover(from reason: String) throws(EngineError) -> Bool {
-        // What was held happened before the server went: said first.
+        // What was held happened before the server went: said first (a route change held for its
+        // departure window too, as the window would have ended it).
+        if let held = hold {
+            hold = nil
+            guard reportRoute(Status(snapshot: snapshot), reason: held.reason) else { return false }
+        }
         guard releaseHeldEvents(dueOnly: false), emit(.interrupted(reason: reason)) else { return false }
+        beforeInterruption = beforeInterruption ?? Status(snapshot: snapshot)
         var delay = 0.1
         var warned = false
         while server.pause(seconds: delay) {
@@ -1250,19 +1258,35 @@ public struct Watch {
         stateTrouble = error.description
     }
 
-    /// What --apply owns, applied again on the server as it is (after it came back): the rules' route
-    /// (during a call the call's, and announced as the call's move) and the preferred input. Returns
-    /// the reason the move was announced with.
+    /// What --apply owns, applied again on the server as it is (after it came back): the route as it
+    /// was before the server went, when the same devices are here (a pick of another client's that
+    /// the watcher respected stays respected: both servers come back on the default they remember),
+    /// else where the rules put it (during a call the call's, and announced as the call's move); and
+    /// the preferred input. A move is the watcher's decision (`why`). Returns the reason the move
+    /// was announced with.
     @discardableResult
     mutating func reapplyRules() throws(EngineError) -> RouteChangeReason {
         let routeLock = lockForMove()
         defer { withExtendedLifetime(routeLock) {} }
         let preferences = try self.preferences()
         let status = Status(snapshot: snapshot)
-        let request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
-        snapshot = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                     reason: reason, inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
+        let before = beforeInterruption
+        var request: RouteRequest? = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
+        if let before, let was = before.output, before.externalKeys == status.externalKeys,
+           let back = status.outputs.first(where: { $0.id == was.id && $0.isAvailable }) {
+            request = status.output?.id == was.id ? nil : .output(back)
+        }
+        if let request {
+            let moved = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
+                                          reason: reason, inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
+            if Status(snapshot: moved).output?.id != status.output?.id {
+                store.saveDecision(DecisionRecord(reason: reason, cause: "the sound server came back",
+                                                  output: Status(snapshot: moved).output?.id, at: clocks.wallMilliseconds()))
+            }
+            snapshot = moved
+        }
+        beforeInterruption = nil
         if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
            snapshot.server.defaultSourceName != input {
             do {

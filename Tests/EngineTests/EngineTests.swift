@@ -662,6 +662,33 @@ import Testing
         #expect(events.map(\.type) == ["route", "interrupted", "recovered"])
     }
 
+    /// Another client's pick of the HDMI output, respected, is where the server comes back after a
+    /// restart (both servers remember their default): it stays. A server that comes back elsewhere,
+    /// with the same devices, has the route put back where it was, the pick included, and `why` is
+    /// told (the watcher's decision).
+    @Test func aRespectedPickOutlivesARestart() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        let onSpeaker = try fixture("sim/pulseaudio-all").without(["alsa_card.sim-phone", "alsa_card.sim-usb-headset"]).routed(to: laptop)
+        let picked = onSpeaker.routed(to: hdmi)
+        let server = FakeServer(onSpeaker)
+        server.script = [.change(picked), .pass(1), .timeout, .disconnect]
+        let store = FakeStore()
+        let events = try run(server, store, apply: true)
+        #expect(server.applied.isEmpty, "\(server.applied)")
+        #expect(server.current.server.defaultSinkName == hdmi)
+        #expect(routes(events) == ["speaker initial", "unknown (was speaker) route-configuration-change"], "\(events)")
+        #expect(events.map(\.type).suffix(2) == ["interrupted", "recovered"])
+        #expect(store.decisions.isEmpty)
+
+        let elsewhere = FakeServer(onSpeaker)
+        elsewhere.script = [.change(picked), .pass(1), .timeout, .run { elsewhere.current = onSpeaker }, .disconnect]
+        let moved = FakeStore()
+        _ = try run(elsewhere, moved, apply: true)
+        #expect(elsewhere.current.server.defaultSinkName == hdmi, "\(elsewhere.applied)")
+        #expect(moved.decisions.last?.cause == "the sound server came back")
+        #expect(moved.decisions.last?.output == "alsa_card.sim-hdmi:hdmi-output-0")
+    }
+
     /// A `call start` the server left during leaves the phone owed HiFi (`CallMode.abandon`); the server
     /// comes back with it in Voice Call (PulseAudio's card-restore remembers a switch it made just
     /// before it went): watch --apply gives HiFi back as it recovers, with no call on.
