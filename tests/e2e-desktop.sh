@@ -136,6 +136,9 @@ expect_eq "why after the restore: the watcher's last decision" restored "$(rc --
 rc dump >"$dir/restored.json"
 expect_eq "why --snapshot: the dump holds the decision" restored "$(rc --snapshot "$dir/restored.json" --json why | json_get rule)"
 expect_match "why --snapshot: and the other policies" "watch --apply is running" "$(rc --snapshot "$dir/restored.json" why)"
+rc set speaker >/dev/null
+expect_eq "why with an override set after the restore: rule override" override "$(rc --json why | json_get rule)"
+rc clear >/dev/null
 # watch --apply reports the steal and its restore, and so does plain watch, also when both land
 # before its refetch (the restore's intent says so).
 steal=$(printf '%s\n' "$hdmi_line" "route unknown (was speaker) reason=new-device-available output=$hdmi_id" \
@@ -162,6 +165,11 @@ if [ "$server" = pipewire ]; then
 	expect_match "why: WirePlumber remembers the pick" "WirePlumber remembers the default sink '$hdmi'" "$(rc why)"
 fi
 pactl set-default-sink "$laptop"
+wait_line "$apply" 1 "^route speaker .*reason=route-configuration-change" || true
+settle
+expect_eq "why with the speaker picked back by another client: the default, not the restore before" default \
+	"$(rc --json why | json_get rule)"
+expect_eq "why: the last thing watch --apply saw was that pick" route-configuration-change "$(rc --json why | json_get decision.reason)"
 jack hdmi hdmi out
 settle
 echo "-- no stealing: a null sink with an HDMI card's properties, and a virtual one that is not covered"

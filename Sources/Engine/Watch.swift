@@ -1401,6 +1401,12 @@ public struct Watch {
         if case let .input(source, _, _, muted) = event { reportedInput = (source, muted) }
         if case let .route(route, previous, reason, output) = event {
             reported = (route, output)
+            if apply, reason == .routeConfigurationChange {
+                // Another client's pick, respected: what routectl did before no longer explains the
+                // route (`why`), even once it is back where routectl put it.
+                store.saveDecision(DecisionRecord(reason: reason, cause: "another client's pick", output: output?.id,
+                                                  at: clocks.wallMilliseconds()))
+            }
             if let previous { remote?.routeChanged(route: route, previous: previous, reason: reason) }
         }
         if case let .recovered(route, output) = event { reported = (route, output) }

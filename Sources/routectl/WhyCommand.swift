@@ -54,7 +54,9 @@ enum WhyCommand {
         let status = Status(snapshot: snapshot)
         let answer = explain(status, preferences, override: override, call: call, decision: decision, intent: intent)
         let lastAct = decision.map { d in
-            "watch --apply: \(d.reason.rawValue)" + (d.cause.map { ", \($0)" } ?? "") + " -> \(d.output ?? "none") at \(clock(d.at))"
+            (d.reason == .routeConfigurationChange ? "watch --apply saw another client's pick" : "watch --apply: \(d.reason.rawValue)"
+                + (d.cause.map { ", \($0)" } ?? ""))
+                + " -> \(d.output ?? "none") at \(clock(d.at))"
         }
         if options.json {
             return RouteCtl.write(JSON.object([
@@ -95,13 +97,15 @@ enum WhyCommand {
         guard let output = status.output else {
             return Answer(rule: "none", explanation: "the server has no default output")
         }
-        let actedHere = decision.flatMap { $0.output == output.id ? $0 : nil }
+        // The watcher's own act that put the route here (another client's pick it recorded is not one).
+        let actedHere = decision.flatMap { $0.output == output.id && $0.reason != .routeConfigurationChange ? $0 : nil }
         let since = arrival(at: output, decision: decision, intent: intent)
         if preferences.inCall {
             let what = output.route.isExternal ? "a connected headset takes the call" : "the call's \(output.route.rawValue)"
             return Answer(rule: "call", explanation: "a call is in progress (rule 8): \(what)", since: call?.startedAt)
         }
-        if let actedHere, actedHere.reason == .restored {
+        // A restore explains the route until an override set after it does.
+        if let actedHere, actedHere.reason == .restored, override.flatMap(milliseconds).map({ $0 < actedHere.at }) ?? true {
             return Answer(rule: "restored", explanation: "the server moved the route to an unlisted output as it appeared; routectl put it back",
                           since: actedHere.at)
         }

@@ -678,7 +678,7 @@ import Testing
         #expect(server.current.server.defaultSinkName == hdmi)
         #expect(routes(events) == ["speaker initial", "unknown (was speaker) route-configuration-change"], "\(events)")
         #expect(events.map(\.type).suffix(2) == ["interrupted", "recovered"])
-        #expect(store.decisions.isEmpty)
+        #expect(store.decisions.map(\.reason) == [.routeConfigurationChange], "the pick, recorded for why; no move of routectl's")
 
         let elsewhere = FakeServer(onSpeaker)
         elsewhere.script = [.change(picked), .pass(1), .timeout, .run { elsewhere.current = onSpeaker }, .disconnect]
