@@ -192,11 +192,23 @@ phone_tour() {
 	expect_eq "$kind the next call: exit 0" 0 "$rc"
 	expect_eq "$kind the next call: its microphone live (server)" no "$(rc query mic_muted)"
 	expect_match "$kind the next call: the output says so" "^mic_muted +no$" "$out"
-	echo "-- $kind: call end on the headset plugged in the call: routectl's own move, then the call event"
-	start_watchers
+	echo "-- $kind: the headset plugged in the call while no watcher runs: it has the call once watch --apply starts"
+	local earpiece_profile earpiece_sink
+	earpiece_profile=$(profile_of "$card") earpiece_sink=$(pactl get-default-sink)
 	jack "$kind" headphone in
-	wait_line "$apply" 1 "^route headset" || true
+	wait_for "$kind: the headphones seen by the server" sh -c "[ \"\$('$routectl' query headset)\" = yes ]" || true
+	# Left on the earpiece, as a server without a switching policy would (PulseAudio's did once).
+	pactl set-card-profile "$card" "$earpiece_profile"
+	wait_for "$kind: the earpiece's sink" sink_present "$earpiece_sink" || true
+	pactl set-sink-port "$earpiece_sink" "[Out] Earpiece"
+	pactl set-default-sink "$earpiece_sink"
+	wait_for "$kind: the call on the earpiece, the headphones in" port_is "[Out] Earpiece" || true
+	start_watchers
+	wait_for "$kind: the headphones take the call" port_is "[Out] Headphones" || true
 	settle
+	expect_eq "$kind headset plugged with no watcher: the headphones once watch --apply starts (server)" "[Out] Headphones" "$(port_now)"
+	expect_eq "$kind headset plugged with no watcher: still Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+	echo "-- $kind: call end on the headset plugged in the call: routectl's own move, then the call event"
 	mark
 	rc call end >/dev/null
 	wait_line "$watch" 1 "^call ended" || true

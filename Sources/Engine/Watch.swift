@@ -161,8 +161,14 @@ public struct Watch {
         guard emit(.route(route: status.route, previous: nil, reason: .initial, output: status.output)) else { return }
         guard reportCall() else { return }
         if apply {
-            clearStaleOverride(status)
+            let cleared = clearStaleOverride(status)
             if let preferences = try? store.preferences() { rulesSeen = (preferences.priority, preferences.defaultTarget) }
+            do {
+                guard try applyRulesOnStart(clearedOverride: cleared) else { return }
+            } catch {
+                // Said, and left to the next change: the watcher is for what comes.
+                warn("\(error)")
+            }
             // A call on already: its input as it stands now.
             try? keepCallMute()
         }
@@ -1181,10 +1187,38 @@ public struct Watch {
     }
 
     /// An override set before this watcher started, whose devices have changed since, is dropped now.
-    mutating func clearStaleOverride(_ status: Status) {
+    @discardableResult
+    mutating func clearStaleOverride(_ status: Status) -> Bool {
         guard let record = try? store.overrideRecord(), let cause = record.staleness(currentExternals: status.externalKeys),
-              clearOverride() else { return }
+              clearOverride() else { return false }
         _ = emit(.overrideCleared(override: record.target, cause: cause))
+        return true
+    }
+
+    /// As watch --apply starts: the rules applied where something routectl owns says they no longer
+    /// hold: an override it just cleared as stale (a device came or went while no watcher ran: what
+    /// `clear` does then), or a call whose route they would move (a headset plugged meanwhile takes
+    /// the call, rule 8). Otherwise the route stays: it may be a pick of the user's. False when
+    /// stdout is gone.
+    mutating func applyRulesOnStart(clearedOverride: Bool) throws(EngineError) -> Bool {
+        // (A state file that cannot be read is said, and waited for, by the main loop.)
+        guard let read = try? store.preferences(), clearedOverride || read.inCall else { return true }
+        let lock = lockForMove()
+        defer { withExtendedLifetime(lock) {} }
+        let preferences = try preferences()
+        let status = Status(snapshot: snapshot)
+        let request = preferences.override.map { RouteRequest(target: $0, force: true) } ?? Policy.ruling(status, preferences, recency: policy)
+        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
+        guard let output = status.output, let plan = try? Planner.plan(snapshot, request, context, status: status),
+              let wanted = plan.output, wanted.id != output.id else { return true }
+        let reason: RouteChangeReason = preferences.inCall ? .call : .override
+        let after = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, reason: reason,
+                                      inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
+        let steps = Change(previous: snapshot, current: after)
+        store.saveDecision(DecisionRecord(reason: reason, cause: "watch --apply started", output: steps.current.output?.id,
+                                          at: clocks.wallMilliseconds()))
+        snapshot = after
+        return reportRoute(steps.current, reason: reason) && emitSteps(steps)
     }
 
     /// The server went away: say so, reconnect with backoff (capped at 2 s), re-apply what --apply

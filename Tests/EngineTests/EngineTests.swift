@@ -662,6 +662,43 @@ import Testing
         #expect(events.map(\.type) == ["route", "interrupted", "recovered"])
     }
 
+    /// A headset connected while no watcher ran makes the override set before it stale: watch --apply,
+    /// starting, clears it and applies the rules as `clear` does (it said the override was cleared
+    /// and left the route on the speaker). With no override, the route as it finds it stays.
+    @Test func aStaleOverrideClearedAtStartIsFollowedByTheRules() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo"
+        let headset = try fixture("sim/pulseaudio-bluetooth-a2dp").routed(to: laptop)
+        let server = FakeServer(headset)
+        server.script = [.timeout]
+        let store = FakeStore()
+        store.record = OverrideRecord(target: .speaker, setAt: 0, externals: [])
+        let events = try run(server, store, apply: true)
+        #expect(store.record == nil)
+        #expect(routes(events) == ["speaker initial", "bluetooth (was speaker) override"])
+        #expect(events.map(\.type).prefix(3) == ["route", "override-cleared", "route"])
+        #expect(store.decisions.last?.cause == "watch --apply started")
+
+        let untouched = FakeServer(headset)
+        untouched.script = [.timeout]
+        let left = try run(untouched, FakeStore(), apply: true)
+        #expect(untouched.applied.isEmpty, "maybe the user's pick: \(untouched.applied)")
+        #expect(routes(left) == ["speaker initial"])
+    }
+
+    /// Headphones plugged during a call while no watcher ran, the server leaving the call on the
+    /// earpiece: watch --apply, starting, gives them the call (rule 8).
+    @Test func aHeadsetThatCameDuringACallTakesItWhenTheWatcherStarts() throws {
+        let sink = "alsa_output.sim-phone.Voice_Call__hw_Phone__sink"
+        let plugged = try fixture("sim/pipewire-phone-voicecall").jack(sink, "[Out] Headphones", .available)
+        let server = FakeServer(plugged)
+        server.script = [.timeout]
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, applied: true)
+        let events = try run(server, store, apply: true)
+        #expect(server.current.sinks.first { $0.name == sink }?.activePort == "[Out] Headphones", "\(server.applied)")
+        #expect(routes(events) == ["receiver initial", "headset (was receiver) call"])
+    }
+
     /// Another client's pick of the HDMI output, respected, is where the server comes back after a
     /// restart (both servers remember their default): it stays. A server that comes back elsewhere,
     /// with the same devices, has the route put back where it was, the pick included, and `why` is
