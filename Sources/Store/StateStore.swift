@@ -169,7 +169,7 @@ public struct StateStore: Sendable {
 
     func requireCall() throws(StateError) -> StateFile<CallRecord> {
         guard let call else {
-            throw StateError(path: "$XDG_RUNTIME_DIR", problem: "not set; call state lives in the runtime directory")
+            throw StateError(path: "$XDG_RUNTIME_DIR", problem: "not set, or not an absolute path; call state lives in the runtime directory")
         }
         return call
     }
@@ -228,7 +228,7 @@ public struct StateStore: Sendable {
 
     func requireOverride() throws(StateError) -> StateFile<OverrideRecord> {
         guard let override else {
-            throw StateError(path: "$XDG_RUNTIME_DIR", problem: "not set; the temporary override lives in the runtime directory")
+            throw StateError(path: "$XDG_RUNTIME_DIR", problem: "not set, or not an absolute path; the temporary override lives in the runtime directory")
         }
         return override
     }

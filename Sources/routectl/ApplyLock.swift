@@ -28,7 +28,7 @@ enum ApplyLock {
 
     static func acquire(_ store: StateStore) throws(Failure) -> FileLock {
         guard let overrideFile = store.overrideFile else {
-            throw Failure(status: .stateFile, message: "$XDG_RUNTIME_DIR: not set; 'watch --apply' keeps its lock in the runtime directory")
+            throw Failure(status: .stateFile, message: "$XDG_RUNTIME_DIR: not set, or not an absolute path; 'watch --apply' keeps its lock in the runtime directory")
         }
         // Taking (and dropping) the override's lock creates routectl's runtime dir and checks its owner.
         do { _ = try store.lockOverride() } catch { throw State.failure(error) }

@@ -107,7 +107,7 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
             #expect(store.overrideFile == nil)
             #expect(store.runtimeFile("call.json", of: PersistentState.self) == nil)
             #expect(stateError { try store.loadOverride() }
-                == StateError(path: "$XDG_RUNTIME_DIR", problem: "not set; the temporary override lives in the runtime directory"))
+                == StateError(path: "$XDG_RUNTIME_DIR", problem: "not set, or not an absolute path; the temporary override lives in the runtime directory"))
         }
     }
 
