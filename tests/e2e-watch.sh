@@ -211,14 +211,18 @@ stop_watch
 expect_eq "--apply ends with exit 0" 0 "$watch_rc"
 
 echo "-- --mute-on-fallback mutes the speaker the route falls back to"
+# The headset plugged and pulled under watch --apply --mute-on-fallback: the speaker, muted.
+fall_back_muted() {
+	plug headset sim-headset
+	default_is sim-headset
+	unplug sim-headset
+	default_is sim-speaker
+	wait_for "sim-speaker muted" sh -c '[ "$(pactl get-sink-mute sim-speaker)" = "Mute: yes" ]'
+}
 rc default speaker >/dev/null
 set_default sim-speaker
 start_watch watch --apply --mute-on-fallback --json
-plug headset sim-headset
-default_is sim-headset
-unplug sim-headset
-default_is sim-speaker
-wait_for "sim-speaker muted" sh -c '[ "$(pactl get-sink-mute sim-speaker)" = "Mute: yes" ]'
+fall_back_muted
 expect_eq "fallback to the speaker: muted" "Mute: yes" "$(pactl get-sink-mute sim-speaker)"
 expect_eq "fallback to the speaker: query muted says so" yes "$(rc query muted)"
 plug headset sim-headset
@@ -239,11 +243,7 @@ pactl set-sink-mute sim-speaker 0
 
 echo "-- --mute-on-fallback: set to the speaker it muted unmutes it; a speaker the user muted stays muted"
 start_watch watch --apply --mute-on-fallback --json
-plug headset sim-headset
-default_is sim-headset
-unplug sim-headset
-default_is sim-speaker
-wait_for "sim-speaker muted" sh -c '[ "$(pactl get-sink-mute sim-speaker)" = "Mute: yes" ]'
+fall_back_muted
 rc set speaker >/dev/null
 expect_eq "set speaker: the speaker routectl muted is unmuted" "Mute: no" "$(pactl get-sink-mute sim-speaker)"
 rc clear >/dev/null
