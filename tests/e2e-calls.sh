@@ -421,9 +421,15 @@ wait_line "$watch" 2 "^device-added bluetooth $s_card" || true
 settle
 expect_eq "the A2DP speaker connecting in the call: the earpiece keeps it (server)" "[Out] Earpiece" "$(port_now)"
 expect_eq "the A2DP speaker connecting in the call: no route event" "" "$(since "$apply" route)"
+mark
 run_rc rc call end
+expect_eq "call end onto the A2DP speaker: exit 0" 0 "$rc"
+wait_line "$apply" 1 "^call ended" || true
+settle
 expect_eq "call end: the A2DP speaker has the sound again (server)" "$(bt_sink "$s_addr")" "$(pactl get-default-sink)"
 expect_eq "call end: HiFi (server)" HiFi "$(profile_of "$card")"
+expect_step "call end onto the A2DP speaker: one route event, the call's (watch --apply leaves it)" \
+	"route bluetooth (was receiver) reason=call output=$s_card"
 stop_watchers
 disconnect "$s_addr"
 

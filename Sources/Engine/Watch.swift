@@ -697,10 +697,17 @@ public struct Watch {
         let result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                        reason: .oldDeviceUnavailable, inCall: preferences.inCall, claimDefault: true,
                                        keepCardsOff: true)
-        snapshot = result.snapshot
+        snapshot = try unmuteIfBackOnADevice(result.snapshot)
         store.saveDecision(DecisionRecord(reason: .oldDeviceUnavailable, cause: due.first?.clear?.cause,
                                           output: result.status.output?.id, at: clocks.wallMilliseconds()))
-        return reportRoute(result.status, reason: .oldDeviceUnavailable)
+        return reportRoute(Status(snapshot: snapshot), reason: .oldDeviceUnavailable)
+    }
+
+    /// A move of the watcher's own that ends on an external device: what --mute-on-fallback muted is
+    /// unmuted (only that), as when a device takes the route back in `handle`.
+    mutating func unmuteIfBackOnADevice(_ after: Snapshot) throws(EngineError) -> Snapshot {
+        guard Status(snapshot: after).route.isExternal else { return after }
+        do { return try RouteApplier.unmuteWhatRoutectlMuted(server, store, after, timeout: timeout) } catch { throw .server(error) }
     }
 
     /// The outputs gone in the last second, except those this very change removed (the policy
@@ -709,11 +716,8 @@ public struct Watch {
         Set(recentlyRemoved.keys).subtracting(change.removed.map(\.id))
     }
 
-    /// routectl itself moved the route away from `output` to another output of its card a moment ago
-    /// (an intent under 2 s old, done or not): a profile switch of that card seen now is its own, even
-    /// when this watcher, slow under load, took its snapshot in the middle of a move already over. (A
-    /// flip of the very device routectl moved to is another client's.)
-    /// The change brings the route to the output a command of routectl's announced moments ago.
+    /// The change brings the route to the output a command of routectl's announced moments ago (a
+    /// move between cards: call end from the earpiece to a Bluetooth speaker, the phone to HiFi).
     func arrivesAtOwnMove(_ change: Change) -> Bool {
         guard change.routeChanged, let output = change.current.output, let intent = intentNow(), intent.output == output.id else {
             return false
@@ -722,6 +726,10 @@ public struct Watch {
         return age >= 0 && age <= (intent.done ? Self.finishedExplains : Self.inProgressExplains)
     }
 
+    /// routectl itself moved the route away from `output` to another output of its card a moment ago
+    /// (an intent under 2 s old, done or not): a profile switch of that card seen now is its own, even
+    /// when this watcher, slow under load, took its snapshot in the middle of a move already over. (A
+    /// flip of the very device routectl moved to is another client's.)
     func ownMoveJustNow(away output: Output?) -> Bool {
         guard let output, let card = output.cardName, let intent = intentNow() else { return false }
         return clocks.wallMilliseconds() - intent.at < Int64(RouteHold.limit * 1000)
@@ -1206,14 +1214,23 @@ public struct Watch {
         let lock = lockForMove()
         defer { withExtendedLifetime(lock) {} }
         let preferences = try preferences()
-        let status = Status(snapshot: snapshot)
+        // A command that held the lock meanwhile (call start, set) moved the route: the main loop
+        // reports and answers that change; this start has nothing left to decide.
+        let fresh: Snapshot
+        do { fresh = try server.snapshot(timeout: timeout) } catch { throw .server(error) }
+        let status = Status(snapshot: fresh)
+        guard let output = status.output, output.id == Status(snapshot: snapshot).output?.id else { return true }
         let request = preferences.override.map { RouteRequest(target: $0, force: true) } ?? Policy.ruling(status, preferences, recency: policy)
         let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
-        guard let output = status.output, let plan = try? Planner.plan(snapshot, request, context, status: status),
-              let wanted = plan.output, wanted.id != output.id else { return true }
+        guard let plan = try? Planner.plan(fresh, request, context, status: status), let wanted = plan.output, wanted.id != output.id else {
+            return true
+        }
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
-        let after = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, reason: reason,
+        var after = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: fresh, reason: reason,
                                       inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
+        after = try unmuteIfBackOnADevice(after)
+        // The call's microphone moved with it: the call's mute is kept on the new one (keepCallMute).
+        if preferences.inCall { callInputMovedAt = clocks.monotonic() }
         let steps = Change(previous: snapshot, current: after)
         store.saveDecision(DecisionRecord(reason: reason, cause: "watch --apply started", output: steps.current.output?.id,
                                           at: clocks.wallMilliseconds()))
@@ -1306,20 +1323,26 @@ public struct Watch {
         let status = Status(snapshot: snapshot)
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
         let before = beforeInterruption
-        var request: RouteRequest? = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
-        if let before, let was = before.output, before.externalKeys == status.externalKeys,
+        var request = Policy.choice(status, policy, defaultTarget: preferences.effectiveTarget, by: preferences)
+        var claim = true
+        // The same devices: every output that was connected is (a server torn down part way before
+        // it went left fewer: then the rules decide).
+        func connected(_ s: Status) -> Set<String> { Set(s.outputs.filter(\.isConnected).map(\.id)) }
+        if let before, let was = before.output, connected(before) == connected(status),
            let back = status.outputs.first(where: { $0.id == was.id && $0.isAvailable }) {
-            request = status.output?.id == was.id ? nil : .output(back)
+            // Asked for even when the server is back on it: in a call it may need its call profile
+            // again (a headset back in A2DP, the phone in HiFi); nothing is done when it does not.
+            request = .output(back)
+            claim = status.output?.id != was.id
         }
-        if let request {
-            let moved = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
-                                          reason: reason, inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
-            if Status(snapshot: moved).output?.id != status.output?.id {
-                store.saveDecision(DecisionRecord(reason: reason, cause: "the sound server came back",
-                                                  output: Status(snapshot: moved).output?.id, at: clocks.wallMilliseconds()))
-            }
-            snapshot = moved
+        var moved = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
+                                      reason: reason, inCall: preferences.inCall, claimDefault: claim, keepCardsOff: true).snapshot
+        moved = try unmuteIfBackOnADevice(moved)
+        if Status(snapshot: moved).output?.id != status.output?.id {
+            store.saveDecision(DecisionRecord(reason: reason, cause: "the sound server came back",
+                                              output: Status(snapshot: moved).output?.id, at: clocks.wallMilliseconds()))
         }
+        snapshot = moved
         beforeInterruption = nil
         if let input = preferences.preferredInput, snapshot.sources.contains(where: { $0.name == input }),
            snapshot.server.defaultSourceName != input {

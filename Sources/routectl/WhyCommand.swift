@@ -104,8 +104,9 @@ enum WhyCommand {
             let what = output.route.isExternal ? "a connected headset takes the call" : "the call's \(output.route.rawValue)"
             return Answer(rule: "call", explanation: "a call is in progress (rule 8): \(what)", since: call?.startedAt)
         }
-        // A restore explains the route until an override set after it does.
-        if let actedHere, actedHere.reason == .restored, override.flatMap(milliseconds).map({ $0 < actedHere.at }) ?? true {
+        // A restore explains the route until an override set after it does (`set_at` is in seconds: one
+        // set in the restore's second counts as after it).
+        if let actedHere, actedHere.reason == .restored, override.map({ $0.setAt < actedHere.at / 1000 }) ?? true {
             return Answer(rule: "restored", explanation: "the server moved the route to an unlisted output as it appeared; routectl put it back",
                           since: actedHere.at)
         }

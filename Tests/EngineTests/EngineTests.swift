@@ -662,6 +662,23 @@ import Testing
         #expect(events.map(\.type) == ["route", "interrupted", "recovered"])
     }
 
+    /// The server restarted during a call on a Bluetooth headset and came back with it in A2DP, the
+    /// route on the same device (its id is the card's, whatever the profile): the call gets its
+    /// headset profile back, as the route before the restart had it.
+    @Test func aCallOnAHeadsetGetsItsProfileBackAfterARestart() throws {
+        let hfp = try fixture("sim/pipewire-bluetooth-hfp")
+        let a2dp = try fixture("sim/pipewire-bluetooth-a2dp")
+        let card = "bluez_card.00_11_22_33_44_55"
+        let server = FakeServer(hfp)
+        server.profiles["\(card)/headset-head-unit"] = hfp
+        server.script = [.run { server.current = a2dp }, .disconnect]
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, applied: true)
+        _ = try run(server, store, apply: true)
+        #expect(server.applied.first?.first == .setCardProfile(card: card, profile: "headset-head-unit"), "\(server.applied)")
+        #expect(server.current.cards.first { $0.name == card }?.activeProfile == "headset-head-unit-cvsd")
+    }
+
     /// A headset connected while no watcher ran makes the override set before it stale: watch --apply,
     /// starting, clears it and applies the rules as `clear` does (it said the override was cleared
     /// and left the route on the speaker). With no override, the route as it finds it stays.
