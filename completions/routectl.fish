@@ -72,7 +72,7 @@ complete -c routectl -n "__routectl_at 1 priority" -a "list set clear"
 complete -c routectl -n "__routectl_after 2 priority set" -a "(__routectl_ids outputs)"
 complete -c routectl -n "__routectl_after 2 priority set" -a "bluetooth headset"
 complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt apply" -l apply -d 'Also enforce the rules: external devices win, unplugging falls back.'
-complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt mute-on-fallback" -l mute-on-fallback -d 'With --apply: mute the speaker the route falls back to from an external device.'
+complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt mute-on-fallback" -l mute-on-fallback -d 'With --apply: mute the speaker the route falls back to from an external device (only one it can unmute later).'
 complete -c routectl -n "__routectl_after 1 watch" -l hold-down -x -d 'With --apply: an external device back within this long is a flicker; its override stays (default 2, 0 off).'
 complete -c routectl -n "__routectl_after 1 watch; and not __fish_contains_opt dbus" -l dbus -d 'With --apply: serve io.github.routectl and the callaudiod drop-in on the session bus.'
 complete -c routectl -n "__routectl_at 1 wait" -a "speaker receiver bluetooth headset unknown"
