@@ -766,7 +766,7 @@ public struct Watch {
             let back = reported
             stealReported = (restore.at, stolen.id)
             return emit(.route(route: stolen.route, previous: back.route, reason: .newDeviceAvailable, output: stolen))
-                && emit(.route(route: back.route, previous: stolen.route, reason: .restored, output: back.output))
+                && emit(.route(route: change.current.route, previous: stolen.route, reason: .restored, output: change.current.output))
         }
         if let seen = stealReported {
             // The late view of that steal comes at most once, within moments of the restore.
@@ -852,14 +852,17 @@ public struct Watch {
     /// The output of a steal `watch --apply` put back before this watcher's refetch could show it: an
     /// unlisted hardware output that arrived within the no-steal window took the route, and the
     /// announced restore, which this watcher has not seen the route reach, moved it back; this change
-    /// shows the route where it was. Nil otherwise.
+    /// shows the route where it was, or where the restore put it instead (the headphones, when the
+    /// speaker it was forced onto is hidden by their jack). Nil otherwise.
     func stealUndone(_ change: Change) -> Output? {
-        guard !change.routeChanged, let output = change.current.output, let intent = intentNow(),
+        guard let output = change.current.output, let intent = intentNow(),
               intent.reason == .restored, intent.output == output.id, !reachedMoves.contains(intent.at),
               (0...Self.finishedExplains).contains(clocks.wallMilliseconds() - intent.at) else { return nil }
         let priority = (try? preferences().priority) ?? []
         let stolen = change.current.outputs.filter { recentlyAdded[$0.id] != nil && Policy.mayNotSteal($0, priority) }
-        return stolen.count == 1 ? stolen[0] : nil
+        // A steal already printed (a refetch showed it) is not printed again.
+        guard stolen.count == 1, reported.output?.id != stolen[0].id else { return nil }
+        return stolen[0]
     }
 
     /// routectl's announced move: the one read for the change being handled, else the file now.

@@ -1266,6 +1266,31 @@ import Testing
                 == expected + ["unknown (was speaker) route-configuration-change"], "the steal reported once")
     }
 
+    /// The same, with the speaker forced behind plugged headphones: the restore cannot go back to it
+    /// and gives the headphones the sound (rule 7). Both moves between two refetches of plain watch
+    /// (a busy machine): the steal and the restore onto the headphones are still two route events.
+    @Test func aStealUndoneOntoTheHeadphonesBeforeThisWatchersRefetchIsStillReported() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        let all = try fixture("sim/pipewire-all").jack(laptop, "analog-output-headphones", .available)
+        let card = try #require(all.sinks.first { $0.name == hdmi }?.card)
+        var asleep = all.routed(to: laptop, port: "analog-output-speaker")
+        asleep.sinks.removeAll { $0.card == card }
+        asleep.sources.removeAll { $0.card == card }
+        asleep.cards.removeAll { $0.index == card }
+        let restored = all.routed(to: laptop, port: "analog-output-headphones")
+        let phones = "alsa_card.sim-laptop:analog-output-headphones"
+        let clock = ManualClock()
+        let store = FakeStore()
+        let at = clock.clocks.wallMilliseconds()
+        let server = FakeServer(asleep)
+        server.clock = clock
+        server.script = [.run { store.intents.append(RouteIntent(output: phones, reason: .restored, at: at)) },
+                         .run { store.intents.append(RouteIntent(output: phones, reason: .restored, at: at, done: true)) },
+                         .change(restored), .pass(0.2)]
+        let events = try run(server, store, apply: false, clock: clock)
+        #expect(routes(events) == ["speaker initial", "unknown (was speaker) new-device-available", "headset (was unknown) restored"])
+    }
+
     /// Plain `watch` beside `watch --apply`: a Bluetooth headset connects, and the watcher holds its
     /// prediction of the policy's move there. The policy's move and a `set speaker --force` back fall
     /// between two of this watcher's refetches (no route change seen), then `set bluetooth` begins
