@@ -722,6 +722,12 @@ public struct Watch {
         guard change.routeChanged, let output = change.current.output, let intent = intentNow(), intent.output == output.id else {
             return false
         }
+        return explainsNow(intent)
+    }
+
+    /// A command's move still explains what this watcher sees: finished within `finishedExplains`,
+    /// or begun within `inProgressExplains` and still under way.
+    func explainsNow(_ intent: RouteIntent) -> Bool {
         let age = clocks.wallMilliseconds() - intent.at
         return age >= 0 && age <= (intent.done ? Self.finishedExplains : Self.inProgressExplains)
     }
@@ -844,9 +850,7 @@ public struct Watch {
         func onCard(_ card: String) -> Bool { Output.id(intent.output, isOn: card) }
         let inProgress = hold?.intent == intent.at && !intent.done
         if !cards.off.isEmpty, inProgress, !cards.off.contains(where: onCard) { return true }
-        let age = clocks.wallMilliseconds() - intent.at
-        guard age >= 0, age <= (intent.done ? Self.finishedExplains : Self.inProgressExplains) else { return false }
-        return cards.on.contains(where: onCard)
+        return explainsNow(intent) && cards.on.contains(where: onCard)
     }
 
     /// The output of a steal `watch --apply` put back before this watcher's refetch could show it: an
@@ -1224,10 +1228,7 @@ public struct Watch {
         let status = Status(snapshot: fresh)
         guard let output = status.output, output.id == Status(snapshot: snapshot).output?.id else { return true }
         let request = preferences.override.map { RouteRequest(target: $0, force: true) } ?? Policy.ruling(status, preferences, recency: policy)
-        let context = PlanContext(preferredInput: preferences.preferredInput, inCall: preferences.inCall, keepCardsOff: true)
-        guard let plan = try? Planner.plan(fresh, request, context, status: status), let wanted = plan.output, wanted.id != output.id else {
-            return true
-        }
+        guard let wanted = Self.policyPlan(fresh, request, preferences, status: status)?.output, wanted.id != output.id else { return true }
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
         var after = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: fresh, reason: reason,
                                       inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
@@ -1391,10 +1392,7 @@ public struct Watch {
         }
         var after = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout,
                                       reason: .override, claimDefault: true, keepCardsOff: true).snapshot
-        if Status(snapshot: after).route.isExternal {
-            // Back on a device: what --mute-on-fallback muted is unmuted (only that).
-            do { after = try RouteApplier.unmuteWhatRoutectlMuted(server, store, after, timeout: timeout) } catch { throw .server(error) }
-        }
+        after = try unmuteIfBackOnADevice(after)
         let steps = Change(previous: snapshot, current: after)
         let cause = seen.priority != preferences.priority ? "the priority list changed" : "the default changed"
         store.saveDecision(DecisionRecord(reason: .override, cause: cause, output: steps.current.output?.id, at: clocks.wallMilliseconds()))

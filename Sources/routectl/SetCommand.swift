@@ -45,7 +45,7 @@ extension RouteCommands {
             throw error
         }
         if case .switchTo = result.plan.outcome, let muted = store.loadMuted(), request.force || result.status.output?.sink == muted {
-            // The user forced a route, or asked for the speaker --mute-on-fallback muted: what it muted is
+            // The user forced a route, or put it on the sink --mute-on-fallback muted: what it muted is
             // unmuted (only that).
             let unmuted = try onServer {
                 try RouteApplier.unmuteWhatRoutectlMuted(connection, StatePreferences(store), result.snapshot, timeout: options.timeout)
