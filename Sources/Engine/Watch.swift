@@ -380,7 +380,7 @@ public struct Watch {
         // off, call start or set switching one on): its outputs going or coming are that step. So is
         // a change that brings the route to the output a command just announced (call end leaving the
         // earpiece for a device on another card, and its card for HiFi): not a card flipping by itself.
-        let ownStep = hold?.intent != nil || ownMoveJustNow(away: change.previous.output) || arrivesAtOwnMove(change)
+        let ownStep = hold?.intent != nil || ownStepSeen(change)
         let ownCardSwitch = ownCardSwitch(change)
         let returns = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
             .filter { $0.1.deadline > now && !ownCardSwitch }
@@ -716,6 +716,10 @@ public struct Watch {
         Set(recentlyRemoved.keys).subtracting(change.removed.map(\.id))
     }
 
+    /// A card's profile step in this change is routectl's own command's (`ownMoveJustNow`,
+    /// `arrivesAtOwnMove`): `watch --apply` does not answer it, and plain `watch` does not predict it will.
+    func ownStepSeen(_ change: Change) -> Bool { ownMoveJustNow(away: change.previous.output) || arrivesAtOwnMove(change) }
+
     /// The change brings the route to the output a command of routectl's announced moments ago (a
     /// move between cards: call end from the earpiece to a Bluetooth speaker, the phone to HiFi).
     func arrivesAtOwnMove(_ change: Change) -> Bool {
@@ -787,7 +791,7 @@ public struct Watch {
         // change as it is) holds nothing.
         if let request = decision.request, store.policyRunning, decision.reason != .restored, hold?.intent == nil,
            !ownCardSwitch(change),
-           decision.reason != .categoryChange || !ownMoveJustNow(away: change.previous.output),
+           decision.reason != .categoryChange || !ownStepSeen(change),
            Self.leadsSomewhere(request, next, preferences) {
             var held = RouteHold(request: request, reason: decision.reason ?? .unknown, preferredInput: preferences.preferredInput,
                                  deadline: clocks.monotonic() + 1.5)
