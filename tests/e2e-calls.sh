@@ -414,6 +414,26 @@ expect_eq "the headset gone in the call: the speaker's sink is not the default (
 expect_step "the headset gone in the call: one route event to the receiver" \
 	"device-removed bluetooth $a_card \"$a_name\"" \
 	"route receiver (was bluetooth) reason=old-device-unavailable output=$card:[Out] Earpiece"
+# Asking for Bluetooth in the call: the A2DP speaker has no microphone for it, and no headset being
+# there never makes the call a speakerphone one (rule 8 over rule 4's fallback).
+mark
+run_rc rc set bluetooth
+expect_rc "set bluetooth in the call with only the A2DP speaker: exit 3" 3
+expect_eq "set bluetooth in the call with only the A2DP speaker: the note" \
+	"routectl: note: no bluetooth output with a headset profile (HFP/HSP) here; the call stays on the receiver (the preference is recorded)" "$err"
+expect_eq "set bluetooth in the call with only the A2DP speaker: the earpiece keeps it (server)" "[Out] Earpiece" "$(port_now)"
+run_rc rc set bluetooth --device "$s_card"
+expect_rc "set bluetooth --device the A2DP speaker in the call: exit 1" 1
+expect_eq "set bluetooth --device the A2DP speaker in the call: why" \
+	"routectl: '$s_card' has no headset profile (HFP/HSP), so no microphone for the call; the call stays where it is (--force puts it there anyway)" "$err"
+expect_eq "set bluetooth --device the A2DP speaker in the call: the override before it stands" bluetooth "$(rc query override)"
+run_rc rc set headset
+expect_rc "set headset in the call with no headset: exit 3" 3
+expect_eq "set headset in the call with no headset: the earpiece keeps it (server)" "[Out] Earpiece" "$(port_now)"
+run_rc rc clear
+expect_rc "clear in the call: exit 0" 0
+settle
+expect_eq "set bluetooth and headset in the call with neither: no route event" "" "$(since "$apply" route)"
 mark
 disconnect "$s_addr"
 connect "$s_addr" "$s_name" a2dp

@@ -75,6 +75,9 @@ public enum PlanningError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Both servers rank a sink whose active port a jack marks unavailable below any other usable
     /// sink, and move the default away from it at once: switching would not stick, only flap.
     case hiddenByJack(output: String, rival: String)
+    /// In a call, the named Bluetooth output has no headset profile (HFP/HSP), so no microphone for
+    /// the call (rule 8): an A2DP-only speaker takes a call only with --force.
+    case cannotCarryCall(String)
 
     public var description: String {
         switch self {
@@ -82,6 +85,8 @@ public enum PlanningError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .deviceOfAnotherKind(name, target, kind):
             return "'\(name)' is \(kind == .unknown ? "an" : "a") \(kind.rawValue) output, not a \(target.route.rawValue) one; "
                 + "set \(target.rawValue) --device takes a \(target.route.rawValue) output ('routectl devices' shows each output's kind)"
+        case let .cannotCarryCall(name):
+            return "'\(name)' has no headset profile (HFP/HSP), so no microphone for the call; the call stays where it is (--force puts it there anyway)"
         case let .hiddenByJack(output, rival):
             return "'\(output)' is hidden by a plugged jack, and the server keeps the default on an available output ('\(rival)') instead; unplug the jack or make that output unavailable"
         }
@@ -132,6 +137,10 @@ public enum Planner {
                             status known: Status? = nil) throws(PlanningError) -> Plan {
         var status = known ?? Status(snapshot: snapshot)
         if context.keepCardsOff, !context.inCall { status.outputs.removeAll { $0.cardProfile == "off" } }
+        // Rule 8: in a call, a Bluetooth output with no headset profile (an A2DP-only speaker) has no
+        // microphone for it: no candidate, and no external device keeping the sound, unless forced.
+        let unfitForCall = context.inCall && !request.force ? status.outputs.filter { !$0.takesCalls } : []
+        if !unfitForCall.isEmpty { status.outputs.removeAll { !$0.takesCalls } }
         // Rule 7: the route before the command, not a transient the server picked after routectl's own step.
         let before = context.before ?? status.output
         let external = before.flatMap { old in
@@ -142,6 +151,7 @@ public enum Planner {
         // A named device must be there, whoever keeps the sound: a typo is not recorded as a preference.
         let named = try request.device.map { device throws(PlanningError) in
             guard let output = match(device, in: status.outputs, route: request.anyKind ? nil : wanted) else {
+                if let unfit = match(device, in: unfitForCall, route: nil) { throw .cannotCarryCall(unfit.id) }
                 if let other = match(device, in: status.outputs, route: nil) {
                     throw .deviceOfAnotherKind(device, request.target, other.route)
                 }
@@ -166,6 +176,12 @@ public enum Planner {
         // hidden by a jack (without --force) leaves the sound on what is plugged into it.
         if let external {
             return Plan(outcome: .fellBack(from: request.target), actions: [], output: external, needsReplan: false)
+        }
+        // In a call on the receiver or the speaker, where rule 8 put it, the call stays: asking for a
+        // headset that is not there never turns a call into a speakerphone one.
+        if context.inCall, let current = before, !current.route.isExternal, current.route != .unknown,
+           let here = status.outputs.first(where: { $0.id == current.id && $0.isAvailable && (request.force || !$0.isHiddenByJack) }) {
+            return try actions(toward: here, snapshot, status, context, outcome: .fellBack(from: request.target))
         }
         if let speaker = best(.speaker, status, context, includeHidden: request.force)
             ?? best(.headset, status, context, includeHidden: false) {
@@ -206,10 +222,12 @@ public enum Planner {
         return verb == "Voice Call" || verb == "Voice Call IP"
     }
 
-    /// A Bluetooth headset profile (HFP/HSP), which a call uses and music does not: `headset-head-unit`
-    /// (and its codec variants) on PipeWire, `handsfree_head_unit`/`headset_head_unit` on PulseAudio.
+    /// A Bluetooth headset profile, with the microphone a call uses and music does not: HFP/HSP,
+    /// `headset-head-unit` (and its codec variants) on PipeWire, `handsfree_head_unit`/`headset_head_unit`
+    /// on PulseAudio; and LE Audio's duplex, PipeWire's `bap-duplex` (and its codec variants).
     public static func isBluetoothHeadsetProfile(_ name: String) -> Bool {
         name.hasPrefix("headset-head-unit") || name == "handsfree_head_unit" || name == "headset_head_unit"
+            || name.hasPrefix("bap-duplex")
     }
 
     /// Whether a profile is of the mode's kind: in a call a call profile or a Bluetooth headset profile

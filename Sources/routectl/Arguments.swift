@@ -188,9 +188,10 @@ enum Grammar {
               logout. While Bluetooth or a headset is the route, 'set speaker' and 'set earpiece' record
               the override and leave the sound where it is (exit 0, with a note); --force switches anyway.
               With no output of the kind here the route falls back to the speaker, or stays on an external
-              device in use (exit 3; recorded).
+              device in use (exit 3; recorded); during a call it stays on the receiver or speaker.
               bluetooth and headset keep the device of that kind in use, else pick the most recently
-              connected one, unless --device names one.
+              connected one, unless --device names one. In a call a Bluetooth output needs a headset
+              profile (HFP/HSP): an A2DP-only speaker only with --force.
             """),
         CommandSpec(
             name: "clear", arguments: "", summary: "Drop the override and return to the default.",

@@ -66,12 +66,17 @@ extension RouteCommands {
             exit = .fellBack
             // `set` records the override; `clear` only falls back to the default it finds.
             let recorded = command == "set" ? " (the preference is recorded)" : ""
-            if status.route == .speaker {
-                note = "no \(from.route.rawValue) output here; fell back to the speaker\(recorded)"
+            // In a call, a Bluetooth output counts only with a headset profile (rule 8).
+            let none = preferences.inCall && from == .bluetooth ? "no bluetooth output with a headset profile (HFP/HSP) here"
+                : "no \(from.route.rawValue) output here"
+            if preferences.inCall, !result.plan.movesRoute, let stays = result.plan.output, !stays.route.isExternal {
+                note = "\(none); the call stays on the \(stays.route.rawValue)\(recorded)"
+            } else if status.route == .speaker {
+                note = "\(none); fell back to the speaker\(recorded)"
             } else if status.route.isExternal, let output = status.output {
-                note = "no \(from.route.rawValue) output here; \(output.route.rawValue) output '\(output.id)' keeps the sound\(recorded)"
+                note = "\(none); \(output.route.rawValue) output '\(output.id)' keeps the sound\(recorded)"
             } else {
-                note = "no \(from.route.rawValue) output here and no speaker to fall back to\(recorded)"
+                note = "\(none) and no speaker to fall back to\(recorded)"
             }
         case .switchTo:
             // Honest reporting: the read-back, not the acknowledgement, says whether it worked.

@@ -32,3 +32,77 @@ import Routing
         #expect(Policy.ranked(speaker, PolicyState(status: speaker), priority: []).map(\.id) == [card])
     }
 }
+
+/// `set` during a call (rule 8 over rule 4): an A2DP-only speaker is asked for only with --force, and
+/// a headset that is not there leaves the call where it is rather than on the loudspeaker.
+@Suite struct SetDuringACallTests {
+    let card = "bluez_card.00_11_22_33_44_55"
+
+    @Test(arguments: ["pulseaudio", "pipewire"])
+    func anA2DPOnlySpeakerIsNoBluetoothOutputForACall(server: String) throws {
+        let speaker = CallDeviceTests().a2dpOnly(try fixture("sim/\(server)-bluetooth-a2dp"))
+        let inCall = PlanContext(inCall: true)
+        let plan = try Planner.plan(speaker, RouteRequest(target: .bluetooth), inCall)
+        #expect(plan.outcome == .fellBack(from: .bluetooth))
+        #expect(plan.output?.route == .speaker, "the laptop's speaker, not the A2DP one: \(String(describing: plan.output?.id))")
+        #expect(throws: PlanningError.cannotCarryCall(card)) {
+            try Planner.plan(speaker, RouteRequest(target: .bluetooth, device: self.card), inCall)
+        }
+        let forced = try Planner.plan(speaker, RouteRequest(target: .bluetooth, device: card, force: true), inCall)
+        #expect(forced.outcome == .switchTo)
+        #expect(forced.output?.id == card)
+        // Outside a call it is a Bluetooth output like any other.
+        #expect(try Planner.plan(speaker, RouteRequest(target: .bluetooth), PlanContext()).output?.id == card)
+    }
+
+    @Test(arguments: ["pulseaudio-phone-voicecall", "pipewire-phone-voicecall", "pulseaudio-phone17-voicecall", "pipewire-phone17-voicecall"])
+    func aHeadsetThatIsNotThereLeavesTheCallOnTheEarpiece(phone: String) throws {
+        let call = try fixture("sim/\(phone)")
+        #expect(Status(snapshot: call).route == .receiver)
+        for target in [RouteTarget.headset, .bluetooth] {
+            let plan = try Planner.plan(call, RouteRequest(target: target), PlanContext(inCall: true))
+            #expect(plan.outcome == .fellBack(from: target))
+            #expect(plan.output?.route == .receiver, "\(target): \(String(describing: plan.output?.id))")
+            #expect(!plan.movesRoute, "\(target): \(plan.actions)")
+        }
+        // Outside a call the same request degrades to the speaker (rule 4).
+        let music = try Planner.plan(call, RouteRequest(target: .headset), PlanContext())
+        #expect(music.output?.route == .speaker)
+    }
+}
+
+/// LE Audio (PipeWire's BAP profiles): the duplex profile carries the microphone, so it is the
+/// headset profile a call switches to, and the playback one is music's.
+@Suite struct LEAudioTests {
+    /// The fixture's headset as an LE Audio one: A2DP becomes `bap-sink`, HFP `bap-duplex`.
+    func leAudio(_ snapshot: Snapshot) -> Snapshot {
+        func renamed(_ name: String) -> String {
+            name.hasPrefix("a2dp-sink") ? "bap-sink" : name.hasPrefix("headset-head-unit") ? "bap-duplex" : name
+        }
+        var s = snapshot
+        for i in s.cards.indices where s.cards[i].name.hasPrefix("bluez_card.") {
+            var seen = Set<String>()
+            s.cards[i].profiles = s.cards[i].profiles.compactMap { p in
+                var p = p
+                p.name = renamed(p.name)
+                return seen.insert(p.name).inserted ? p : nil
+            }
+            s.cards[i].activeProfile = s.cards[i].activeProfile.map(renamed)
+            for j in s.cards[i].ports.indices {
+                s.cards[i].ports[j].profiles = s.cards[i].ports[j].profiles.map(renamed).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+            }
+        }
+        return s
+    }
+
+    @Test func theDuplexProfileTakesTheCall() throws {
+        let le = leAudio(try fixture("sim/pipewire-bluetooth-a2dp"))
+        let card = "bluez_card.00_11_22_33_44_55"
+        #expect(le.cards.first { $0.name == card }?.activeProfile == "bap-sink")
+        let output = try #require(Status(snapshot: le).outputs.first { $0.id == card })
+        #expect(output.takesCalls)
+        let request = RouteRequest(target: .bluetooth, device: card)
+        #expect(try Planner.plan(le, request, PlanContext(inCall: true)).actions == [.setCardProfile(card: card, profile: "bap-duplex")])
+        #expect(try Planner.plan(le, request, PlanContext(inCall: false)).actions.isEmpty, "bap-sink serves music")
+    }
+}
