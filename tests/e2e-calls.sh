@@ -113,6 +113,27 @@ phone_tour() {
 	expect_step "$kind clear in a call: one route event, reason override" \
 		"route receiver (was speaker) reason=override output=$card:[Out] Earpiece"
 
+	if [ "$kind" = phone ]; then
+		# The old-named phone's Voice Call sink holds the speaker port too: a mixer's port pick.
+		echo "-- $kind: another client puts the call on the speaker: respected, also by the next watch --apply"
+		mark
+		pactl set-sink-port "$(pactl get-default-sink)" "[Out] Speaker"
+		wait_line "$apply" 1 "^route speaker" || true
+		settle
+		expect_step "$kind another client's speaker in the call: one route event, its reason" \
+			"route speaker (was receiver) reason=route-configuration-change output=$card:[Out] Speaker"
+		expect_eq "$kind another client's speaker in the call: decision.json has the pick" "route-configuration-change" \
+			"$(json_get reason <"$XDG_RUNTIME_DIR/routectl/decision.json")"
+		stop_watchers
+		start_watchers
+		settle
+		expect_eq "$kind another client's speaker, watch --apply restarted: the speaker (server)" "[Out] Speaker" "$(port_now)"
+		expect_eq "$kind another client's speaker, watch --apply restarted: no route event" "" "$(since "$apply" route)"
+		rc clear >/dev/null
+		wait_for "$kind: the call back on the earpiece" port_is "[Out] Earpiece" || true
+		settle
+	fi
+
 	echo "-- $kind: a headset that goes during the call falls back to the receiver, never the music route"
 	jack "$kind" headphone in
 	wait_line "$apply" 2 "^route headset" || true

@@ -34,6 +34,8 @@ public protocol PreferenceStore: AnyObject {
     func replaceOverride(_ record: OverrideRecord?) throws
     /// Records what `watch --apply` last did, for `why` (advisory: failures are ignored).
     func saveDecision(_ record: DecisionRecord)
+    /// What `watch --apply` last did (nil when none, or unreadable: advisory).
+    func loadDecision() -> DecisionRecord?
 }
 
 /// The clocks the Engine reads, injectable so tests can run time forward.

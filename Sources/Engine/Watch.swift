@@ -1231,6 +1231,12 @@ public struct Watch {
         do { fresh = try server.snapshot(timeout: timeout) } catch { throw .server(error) }
         let status = Status(snapshot: fresh)
         guard let output = status.output, output.id == Status(snapshot: snapshot).output?.id else { return true }
+        // Another client's pick during this call that a watcher before this one respected, with the
+        // same devices present as then: it stands (rule 5), as it did.
+        if preferences.inCall, let pick = store.loadDecision(), pick.reason == .routeConfigurationChange, pick.output == output.id,
+           pick.externals == status.externalKeys, let call = try? store.callRecord(), pick.at >= call.startedAt {
+            return true
+        }
         let request = preferences.override.map { RouteRequest(target: $0, force: true) } ?? Policy.ruling(status, preferences, recency: policy)
         guard let wanted = Self.policyPlan(fresh, request, preferences, status: status)?.output, wanted.id != output.id else { return true }
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
@@ -1467,7 +1473,7 @@ public struct Watch {
                 // Another client's pick, respected: what routectl did before no longer explains the
                 // route (`why`), even once it is back where routectl put it.
                 store.saveDecision(DecisionRecord(reason: reason, cause: "another client's pick", output: output?.id,
-                                                  at: clocks.wallMilliseconds()))
+                                                  at: clocks.wallMilliseconds(), externals: Status(snapshot: snapshot).externalKeys))
             }
             if let previous { remote?.routeChanged(route: route, previous: previous, reason: reason) }
         }

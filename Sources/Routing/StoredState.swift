@@ -186,11 +186,15 @@ public struct DecisionRecord: Equatable, Sendable {
     public var output: String?
     /// Milliseconds of the real-time clock.
     public var at: Int64
+    /// For another client's pick that the watcher respected: the external outputs present then
+    /// (`Status.externalKeys`), so that a watcher starting later knows whether a device came or went since.
+    public var externals: [String]?
 
-    public init(reason: RouteChangeReason, cause: String? = nil, output: String? = nil, at: Int64) {
+    public init(reason: RouteChangeReason, cause: String? = nil, output: String? = nil, at: Int64, externals: [String]? = nil) {
         self.reason = reason
         self.cause = cause
         self.output = output
         self.at = at
+        self.externals = externals?.sorted()
     }
 }

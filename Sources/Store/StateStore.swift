@@ -371,12 +371,15 @@ extension DecisionRecord: StateRecord {
         let word = try fields.string("reason")
         guard let reason = RouteChangeReason(rawValue: word) else { throw FieldError(key: "reason", problem: "unknown reason '\(word)'") }
         guard let at = try fields.optionalInt("at") else { throw FieldError(key: "at", problem: "missing") }
-        self.init(reason: reason, cause: try fields.optionalString("cause"), output: try fields.optionalString("output"), at: at)
+        let externals = fields.json["externals"].map { $0.isNull } == false ? try fields.strings("externals") : nil
+        self.init(reason: reason, cause: try fields.optionalString("cause"), output: try fields.optionalString("output"), at: at,
+                  externals: externals)
     }
 
     public var fields: [(String, JSON)] {
         [("reason", .string(reason.rawValue)), ("cause", cause.map(JSON.string) ?? .null),
-         ("output", output.map(JSON.string) ?? .null), ("at", .int(at))]
+         ("output", output.map(JSON.string) ?? .null), ("at", .int(at)),
+         ("externals", externals.map { .array($0.map(JSON.string)) } ?? .null)]
     }
 }
 

@@ -54,6 +54,8 @@ final class StatePreferences: PreferenceStore {
 
     func saveDecision(_ record: DecisionRecord) { try? store.saveDecision(record) }
 
+    func loadDecision() -> DecisionRecord? { store.loadDecision() }
+
     func callRecord() throws -> CallRecord? { store.call == nil ? nil : try store.loadCall() }
 
     func saveCall(_ record: CallRecord) throws { try store.saveCall(record) }

@@ -716,6 +716,35 @@ import Testing
         #expect(routes(events) == ["receiver initial", "headset (was receiver) call"])
     }
 
+    /// A call put on the speaker by another client (pavucontrol's port), respected by a watcher that
+    /// then stopped: the next watcher leaves it there (rule 5), while the same devices are present.
+    /// Headphones plugged since, or a pick made before this call began, are no reason to: rule 8.
+    @Test func aPickDuringTheCallOutlivesTheWatcherThatRespectedIt() throws {
+        let sink = "alsa_output.sim-phone.Voice_Call__hw_Phone__sink"
+        let onSpeaker = try fixture("sim/pipewire-phone-voicecall").routed(to: sink, port: "[Out] Speaker")
+        let speaker = try #require(Status(snapshot: onSpeaker).output)
+        #expect(speaker.route == .speaker)
+        func watcher(_ snapshot: Snapshot, pickedAt: Int64, externals: [String]) throws -> (FakeServer, [Event]) {
+            let server = FakeServer(snapshot)
+            server.script = [.timeout]
+            let store = FakeStore()
+            store.call = CallRecord(startedAt: 1_000, speaker: false, applied: true)
+            store.decisions = [DecisionRecord(reason: .routeConfigurationChange, cause: "another client's pick", output: speaker.id,
+                                              at: pickedAt, externals: externals)]
+            return (server, try run(server, store, apply: true))
+        }
+        let (kept, events) = try watcher(onSpeaker, pickedAt: 2_000, externals: [])
+        #expect(kept.applied.isEmpty, "\(kept.applied)")
+        #expect(routes(events) == ["speaker initial"])
+
+        let (older, _) = try watcher(onSpeaker, pickedAt: 500, externals: [])
+        #expect(older.current.sinks.first { $0.name == sink }?.activePort == "[Out] Earpiece", "a pick before the call: \(older.applied)")
+
+        let plugged = onSpeaker.jack(sink, "[Out] Headphones", .available)
+        let (since, _) = try watcher(plugged, pickedAt: 2_000, externals: [])
+        #expect(since.current.sinks.first { $0.name == sink }?.activePort == "[Out] Headphones", "plugged since: \(since.applied)")
+    }
+
     /// Another client's pick of the HDMI output, respected, is where the server comes back after a
     /// restart (both servers remember their default): it stays. A server that comes back elsewhere,
     /// with the same devices, has the route put back where it was, the pick included, and `why` is

@@ -242,6 +242,8 @@ final class FakeStore: PreferenceStore {
 
     func saveDecision(_ record: DecisionRecord) { decisions.append(record) }
 
+    func loadDecision() -> DecisionRecord? { decisions.last }
+
     /// How many hold the route lock now, and whether each `call.json` read was made under it.
     private(set) var routeLockHolders = 0
     private(set) var callReadsLocked: [Bool] = []

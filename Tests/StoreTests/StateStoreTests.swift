@@ -318,6 +318,23 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
         }
     }
 
+    /// `decision.json` keeps the devices present at another client's pick; one written before the key
+    /// existed, or by a decision of routectl's own, has none.
+    @Test func theDecisionKeepsTheDevicesOfAPick() throws {
+        try withScratch { dir in
+            let store = StateStore(stateHome: dir, runtimeDir: dir)
+            let pick = DecisionRecord(reason: .routeConfigurationChange, cause: "another client's pick", output: "a:b", at: 9,
+                                      externals: ["z", "bluez_card.1"])
+            try store.saveDecision(pick)
+            #expect(store.loadDecision() == pick)
+            #expect(store.loadDecision()?.externals == ["bluez_card.1", "z"])
+            let file = try #require(store.decision)
+            try write(#"{"version":1,"reason":"override","at":3}"#, to: file.path)
+            #expect(store.loadDecision() == DecisionRecord(reason: .override, at: 3))
+            #expect(store.loadDecision()?.externals == nil)
+        }
+    }
+
     /// `call.json` keeps the call's mute with its time; half of the pair is a broken file.
     @Test func theCallRecordKeepsTheCallsMuteWithItsTime() throws {
         try withScratch { dir in
