@@ -235,7 +235,7 @@ bt() {
 		"$root/sim/bluez/btctl" "$bus" add "$@"
 		"$root/sim/bluez/btctl" "$bus" connect "$1" ;;
 	add | connect | disconnect | remove | status) "$root/sim/bluez/btctl" "$bus" "$cmd" "$@" ;;
-	*) echo "server.sh: bt DIR add ADDR NAME [a2dp|a2dp+hfp|a2dp+hsp] | headset ADDR NAME [PROFILES] | connect|disconnect|remove ADDR | status" >&2; return 2 ;;
+	*) echo "server.sh: bt DIR add ADDR NAME [a2dp|a2dp+hfp|a2dp+hsp] | headset ADDR NAME [PROFILES] | connect ADDR [a2dp|hfp|hsp] | disconnect|remove ADDR | status" >&2; return 2 ;;
 	esac
 }
 

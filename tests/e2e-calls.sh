@@ -474,6 +474,41 @@ expect_step "call end onto the A2DP speaker: one route event, the call's (watch 
 stop_watchers
 disconnect "$s_addr"
 
+echo "-- phone with a headset whose HFP connects after its A2DP: it takes the call once it can carry it"
+l_addr=00:1A:7D:DA:71:14 l_name=Latecomer l_card=bluez_card.00_1A_7D_DA_71_14
+start_watchers
+run_rc rc call start
+expect_rc "late HFP: call start: exit 0" 0
+expect_eq "late HFP: call start on the earpiece (server)" "[Out] Earpiece" "$(port_now)"
+settle
+bt add "$l_addr" "$l_name" a2dp+hfp
+bt connect "$l_addr" a2dp
+wait_for "card of $l_addr" card_present "$l_card" || true
+if [ "$server" = pulseaudio ]; then
+	# PulseAudio makes the card after its wait for the other profiles (~3 s), HFP unavailable; PipeWire
+	# lists HFP at once (it connects it when the profile is chosen), so there the headset takes the call now.
+	settle
+	expect_eq "late HFP, A2DP only: the earpiece keeps the call (server)" "[Out] Earpiece" "$(port_now)"
+	expect_eq "late HFP, A2DP only: HFP not available yet (server)" no \
+		"$(LC_ALL=C pactl list cards | sed -n "/Name: $l_card/,/Active Profile/p" | sed -n "s/.*$hfp: .*available: \([a-z]*\)).*/\1/p")"
+	mark
+fi
+bt connect "$l_addr" hfp
+wait_for "the late headset in HFP" profile_is "$l_card" "$hfp" || true
+settle
+expect_eq "late HFP: the headset has the call (server)" "$(bt_sink "$l_addr" "$hfp")" "$(pactl get-default-sink)"
+expect_match "late HFP: the headset in HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$l_card")"
+if [ "$server" = pulseaudio ]; then
+	expect_step "late HFP: one route event as HFP comes up, a device arriving for the call" \
+		"route bluetooth (was receiver) reason=new-device-available output=$l_card"
+fi
+run_rc rc call end
+expect_rc "late HFP: call end: exit 0" 0
+wait_for "the late headset's A2DP" profile_is "$l_card" "$a2dp" || true
+expect_match "late HFP: call end: A2DP again (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$l_card")"
+stop_watchers
+disconnect "$l_addr"
+
 echo "-- laptop (no call profile) with a Bluetooth headset: HFP for the call only"
 cards_server laptop
 laptop_card=alsa_card.sim-laptop

@@ -143,8 +143,13 @@ public enum Policy {
         }
         let winner = ranked(change.current, state, by: preferences).first
         let changesWinner = winner?.id != wouldWin?.id
+        // In a call, a Bluetooth device whose headset profile comes up after its card (HFP connects a
+        // moment after A2DP) arrives for the call only now.
+        let arrivedForCall = preferences.inCall ? change.current.outputs.filter { now in
+            now.takesCalls && change.previous.outputs.contains { $0.id == now.id && $0.isConnected && !$0.takesCalls }
+        } : []
 
-        if let winner, changesWinner, change.added.contains(where: { $0.id == winner.id }) {
+        if let winner, changesWinner, (change.added + arrivedForCall).contains(where: { $0.id == winner.id }) {
             // Rule 1 (and the priority list): a device that would win arrives; it becomes the route,
             // and the override goes.
             decision.request = choice(change.current, state, defaultTarget: preferences.baseTarget, by: preferences)

@@ -106,3 +106,24 @@ import Routing
         #expect(try Planner.plan(le, request, PlanContext(inCall: false)).actions.isEmpty, "bap-sink serves music")
     }
 }
+
+/// A headset whose HFP connects a moment after its A2DP (so after its card appeared) is a call
+/// device from then on: during a call it takes the call, as a headset arriving does (rule 8).
+@Suite struct HeadsetProfileLateTests {
+    @Test(arguments: ["pulseaudio", "pipewire"])
+    func aHeadsetWhoseHFPComesLateTakesTheCall(server: String) throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", card = "bluez_card.00_11_22_33_44_55"
+        var withHFP = try fixture("sim/\(server)-bluetooth-a2dp")
+        withHFP.server.defaultSinkName = laptop
+        let a2dpOnly = CallDeviceTests().a2dpOnly(withHFP)
+        let change = Change(previous: a2dpOnly, current: withHFP)
+        #expect(change.added.isEmpty, "the same device, already there")
+        var state = PolicyState(status: change.previous)
+        let inCall = Policy.decide(change, state: &state, preferences: Preferences(callTarget: .earpiece), muteOnFallback: false)
+        #expect(inCall.request == RouteRequest(target: .bluetooth, device: card))
+        #expect(inCall.reason == .newDeviceAvailable)
+        // Outside a call nothing arrived: the device was already a Bluetooth output like any other.
+        var music = PolicyState(status: change.previous)
+        #expect(Policy.decide(change, state: &music, preferences: Preferences(), muteOnFallback: false).request == nil)
+    }
+}

@@ -13,6 +13,7 @@
 # Control, for tests (sim/bluez/btctl wraps it): interface org.routectl.BluezSim1 on /org/bluez,
 #   Add(s address, s name, s profiles)   profiles: a2dp | a2dp+hfp | a2dp+hsp | hfp | ...
 #   Connect(s address)                   returns once A2DP is configured and the HFP SLC is up
+#   ConnectProfile(s address, s profile) one of them only (a2dp, hfp, hsp): HFP after A2DP
 #   Disconnect(s address), Remove(s address), Status() -> s, Ready(s what) -> b
 # Use the system python3 (python3-dbus, python3-gi).
 import argparse
@@ -177,6 +178,14 @@ class Manager(dbus.service.Object):
     @dbus.service.method(CONTROL, in_signature="s", async_callbacks=("ok", "err"))
     def Connect(self, address, ok, err):
         self.sim.device(address).connect(None, ok, err)
+
+    @dbus.service.method(CONTROL, in_signature="ss", async_callbacks=("ok", "err"))
+    def ConnectProfile(self, address, profile, ok, err):
+        """One profile only (a2dp, hfp, hsp): a headset whose HFP comes up after its A2DP."""
+        device = self.sim.device(address)
+        if str(profile) not in device.profiles:
+            return err(Error("org.bluez.Error.NotAvailable", "profile not supported"))
+        device.connect(str(profile), ok, err)
 
     @dbus.service.method(CONTROL, in_signature="s", async_callbacks=("ok", "err"))
     def Disconnect(self, address, ok, err):
