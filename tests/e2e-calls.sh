@@ -441,12 +441,15 @@ mark
 run_rc rc set bluetooth
 expect_rc "set bluetooth in the call with only the A2DP speaker: exit 3" 3
 expect_eq "set bluetooth in the call with only the A2DP speaker: the note" \
-	"routectl: note: no bluetooth output with a headset profile (HFP/HSP) here; the call stays on the receiver (the preference is recorded)" "$err"
+	"routectl: note: no bluetooth output with a headset profile (HFP/HSP or LE Audio duplex) here; the call stays on the receiver (the preference is recorded)" "$err"
 expect_eq "set bluetooth in the call with only the A2DP speaker: the earpiece keeps it (server)" "[Out] Earpiece" "$(port_now)"
+run_rc rc set bluetooth --force
+expect_rc "set bluetooth --force in the call with only the A2DP speaker: exit 3" 3
+expect_eq "set bluetooth --force in the call with only the A2DP speaker: the earpiece keeps it (server)" "[Out] Earpiece" "$(port_now)"
 run_rc rc set bluetooth --device "$s_card"
 expect_rc "set bluetooth --device the A2DP speaker in the call: exit 1" 1
 expect_eq "set bluetooth --device the A2DP speaker in the call: why" \
-	"routectl: '$s_card' has no headset profile (HFP/HSP), so no microphone for the call; the call stays where it is (--force puts it there anyway)" "$err"
+	"routectl: '$s_card' has no headset profile (HFP/HSP or LE Audio duplex), so no microphone for the call; the call stays where it is (--force puts it there anyway)" "$err"
 expect_eq "set bluetooth --device the A2DP speaker in the call: the override before it stands" bluetooth "$(rc query override)"
 run_rc rc set headset
 expect_rc "set headset in the call with no headset: exit 3" 3

@@ -406,8 +406,10 @@ public struct Watch {
                 policy.connected.insert(output.id, at: after)
             }
             let status = Status(snapshot: next)
+            // In a call, a headset back before its headset profile (A2DP first) cannot carry the call
+            // yet: the rules decide, and it takes the call once its HFP is up (Policy.decide).
             if let carried = returns.lazy.compactMap(\.1.carried).first,
-               let back = status.outputs.first(where: { $0.id == carried && $0.isAvailable }) {
+               let back = status.outputs.first(where: { $0.id == carried && $0.isAvailable && (!preferences.inCall || $0.takesCalls) }) {
                 // A device that carried the sound and came back may need a step even where the server
                 // already put the route back on it:
                 // - on a sink other than the one the route fell back to (a Bluetooth headset's), it is
@@ -1090,6 +1092,13 @@ public struct Watch {
     /// Prints a route event when the route differs from the one last printed.
     mutating func reportRoute(_ status: Status, reason: RouteChangeReason) -> Bool {
         guard !isReported(status) else { return true }
+        if apply, reason == .routeConfigurationChange {
+            // Another client's pick, respected: what routectl did before no longer explains the route
+            // (`why`), even once it is back where routectl put it. With the devices present then: a
+            // watcher starting later in the call leaves the pick while they are the same.
+            store.saveDecision(DecisionRecord(reason: reason, cause: "another client's pick", output: status.output?.id,
+                                              at: clocks.wallMilliseconds(), externals: status.externalKeys))
+        }
         return emit(.route(route: status.route, previous: reported.route, reason: reason, output: status.output))
     }
 
@@ -1233,12 +1242,17 @@ public struct Watch {
         guard let output = status.output, output.id == Status(snapshot: snapshot).output?.id else { return true }
         // Another client's pick during this call that a watcher before this one respected, with the
         // same devices present as then: it stands (rule 5), as it did.
+        // (An override set after the pick is the user's later word: it is applied.)
         if preferences.inCall, let pick = store.loadDecision(), pick.reason == .routeConfigurationChange, pick.output == output.id,
-           pick.externals == status.externalKeys, let call = try? store.callRecord(), pick.at >= call.startedAt {
+           pick.externals == status.externalKeys, let call = try? store.callRecord(), pick.at >= call.startedAt,
+           ((try? store.overrideRecord()) ?? nil).map({ $0.setAt * 1000 < pick.at }) ?? true {
             return true
         }
         let request = preferences.override.map { RouteRequest(target: $0, force: true) } ?? Policy.ruling(status, preferences, recency: policy)
-        guard let wanted = Self.policyPlan(fresh, request, preferences, status: status)?.output, wanted.id != output.id else { return true }
+        // The same output may still need a step: a call's headphones in the card's music profile (a
+        // server's switch-on-port-available while no watcher ran) go to its call profile.
+        guard let plan = Self.policyPlan(fresh, request, preferences, status: status), let wanted = plan.output,
+              wanted.id != output.id || plan.movesRoute else { return true }
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
         var after = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: fresh, reason: reason,
                                       inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot
@@ -1469,12 +1483,6 @@ public struct Watch {
         if case let .input(source, _, _, muted) = event { reportedInput = (source, muted) }
         if case let .route(route, previous, reason, output) = event {
             reported = (route, output)
-            if apply, reason == .routeConfigurationChange {
-                // Another client's pick, respected: what routectl did before no longer explains the
-                // route (`why`), even once it is back where routectl put it.
-                store.saveDecision(DecisionRecord(reason: reason, cause: "another client's pick", output: output?.id,
-                                                  at: clocks.wallMilliseconds(), externals: Status(snapshot: snapshot).externalKeys))
-            }
             if let previous { remote?.routeChanged(route: route, previous: previous, reason: reason) }
         }
         if case let .recovered(route, output) = event { reported = (route, output) }

@@ -51,6 +51,8 @@ public struct Plan: Equatable, Sendable {
     public var output: Output?
     /// The card profile switch comes first: the wanted sink only exists after it, so planning runs again.
     public var needsReplan: Bool
+    /// In a call, nothing of the asked kind: the call stays on the output it is on (rule 8 over rule 4).
+    public var callStays = false
 
     public var expectedRoute: Route? { output?.route }
 
@@ -76,7 +78,7 @@ public enum PlanningError: Error, Equatable, Sendable, CustomStringConvertible {
     /// sink, and move the default away from it at once: switching would not stick, only flap.
     case hiddenByJack(output: String, rival: String)
     /// In a call, the named Bluetooth output has no headset profile (HFP/HSP), so no microphone for
-    /// the call (rule 8): an A2DP-only speaker takes a call only with --force.
+    /// the call (rule 8): an A2DP-only speaker takes a call only when named with --force.
     case cannotCarryCall(String)
 
     public var description: String {
@@ -86,7 +88,7 @@ public enum PlanningError: Error, Equatable, Sendable, CustomStringConvertible {
             return "'\(name)' is \(kind == .unknown ? "an" : "a") \(kind.rawValue) output, not a \(target.route.rawValue) one; "
                 + "set \(target.rawValue) --device takes a \(target.route.rawValue) output ('routectl devices' shows each output's kind)"
         case let .cannotCarryCall(name):
-            return "'\(name)' has no headset profile (HFP/HSP), so no microphone for the call; the call stays where it is (--force puts it there anyway)"
+            return "'\(name)' has no headset profile (HFP/HSP or LE Audio duplex), so no microphone for the call; the call stays where it is (--force puts it there anyway)"
         case let .hiddenByJack(output, rival):
             return "'\(output)' is hidden by a plugged jack, and the server keeps the default on an available output ('\(rival)') instead; unplug the jack or make that output unavailable"
         }
@@ -138,9 +140,11 @@ public enum Planner {
         var status = known ?? Status(snapshot: snapshot)
         if context.keepCardsOff, !context.inCall { status.outputs.removeAll { $0.cardProfile == "off" } }
         // Rule 8: in a call, a Bluetooth output with no headset profile (an A2DP-only speaker) has no
-        // microphone for it: no candidate, and no external device keeping the sound, unless forced.
-        let unfitForCall = context.inCall && !request.force ? status.outputs.filter { !$0.takesCalls } : []
+        // microphone for it: no candidate, and no external device keeping the sound, unless named and
+        // forced (`set --device ID --force`, the policy putting a call back where it was).
+        let unfitForCall = context.inCall && !(request.force && request.device != nil) ? status.outputs.filter { !$0.takesCalls } : []
         if !unfitForCall.isEmpty { status.outputs.removeAll { !$0.takesCalls } }
+        let present = status.outputs + unfitForCall
         // Rule 7: the route before the command, not a transient the server picked after routectl's own step.
         let before = context.before ?? status.output
         let external = before.flatMap { old in
@@ -151,8 +155,8 @@ public enum Planner {
         // A named device must be there, whoever keeps the sound: a typo is not recorded as a preference.
         let named = try request.device.map { device throws(PlanningError) in
             guard let output = match(device, in: status.outputs, route: request.anyKind ? nil : wanted) else {
-                if let unfit = match(device, in: unfitForCall, route: nil) { throw .cannotCarryCall(unfit.id) }
-                if let other = match(device, in: status.outputs, route: nil) {
+                if let unfit = match(device, in: unfitForCall, route: request.anyKind ? nil : wanted) { throw .cannotCarryCall(unfit.id) }
+                if let other = match(device, in: present, route: nil) {
                     throw .deviceOfAnotherKind(device, request.target, other.route)
                 }
                 throw .noSuchDevice(device, request.target)
@@ -177,11 +181,16 @@ public enum Planner {
         if let external {
             return Plan(outcome: .fellBack(from: request.target), actions: [], output: external, needsReplan: false)
         }
-        // In a call on the receiver or the speaker, where rule 8 put it, the call stays: asking for a
-        // headset that is not there never turns a call into a speakerphone one.
-        if context.inCall, let current = before, !current.route.isExternal, current.route != .unknown,
-           let here = status.outputs.first(where: { $0.id == current.id && $0.isAvailable && (request.force || !$0.isHiddenByJack) }) {
-            return try actions(toward: here, snapshot, status, context, outcome: .fellBack(from: request.target))
+        // In a call the call stays where it is: on the receiver or the speaker, where rule 8 put it, or
+        // on an A2DP-only speaker the user named with --force. Asking for a headset that is not there
+        // never turns a call into a speakerphone one.
+        if context.inCall, let current = before, current.route != .unknown,
+           let here = present.first(where: { o in
+               o.id == current.id && o.isAvailable && (!o.route.isExternal || !o.takesCalls) && (request.force || o.isActive || !o.isHiddenByJack)
+           }) {
+            var plan = try actions(toward: here, snapshot, status, context, outcome: .fellBack(from: request.target))
+            plan.callStays = true
+            return plan
         }
         if let speaker = best(.speaker, status, context, includeHidden: request.force)
             ?? best(.headset, status, context, includeHidden: false) {

@@ -98,12 +98,16 @@ public enum Policy {
     /// external device in use keeps the sound (rule 2); else the most recently connected one; else the
     /// base target (the call's during a call, else the default). An override is the caller's business.
     /// `recency`: the order devices connected in, as a watcher saw it (else as the sink numbers tell it).
-    public static func ruling(_ status: Status, _ preferences: Preferences, recency: PolicyState? = nil) -> RouteRequest {
+    /// `namingTheDeviceInUse`: the device in use is asked for by name, not kept by rule 2, for a caller
+    /// that plans on a later snapshot (`call end`, after restoring the profiles lets the server pick).
+    public static func ruling(_ status: Status, _ preferences: Preferences, recency: PolicyState? = nil,
+                              namingTheDeviceInUse: Bool = false) -> RouteRequest {
         let state = recency ?? PolicyState(status: status)
         if let output = status.output, output.route.isExternal, output.isAvailable, !preferences.inCall || output.takesCalls,
            preferences.priority.isEmpty || ranked(status, state, by: preferences).first?.id == output.id {
             // In a call the device is asked for by name: the call may need its headset profile.
-            return preferences.inCall ? RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
+            return preferences.inCall || namingTheDeviceInUse
+                ? RouteRequest(target: output.route == .bluetooth ? .bluetooth : .headset, device: output.id)
                 : RouteRequest(target: preferences.baseTarget)
         }
         let choice = choice(status, state, defaultTarget: preferences.baseTarget, by: preferences)
@@ -144,12 +148,14 @@ public enum Policy {
         let winner = ranked(change.current, state, by: preferences).first
         let changesWinner = winner?.id != wouldWin?.id
         // In a call, a Bluetooth device whose headset profile comes up after its card (HFP connects a
-        // moment after A2DP) arrives for the call only now.
-        let arrivedForCall = preferences.inCall ? change.current.outputs.filter { now in
-            now.takesCalls && change.previous.outputs.contains { $0.id == now.id && $0.isConnected && !$0.takesCalls }
-        } : []
+        // moment after A2DP) arrives for the call only now; not over an override set meanwhile (the
+        // user's choice stands while a device's profile comes and goes).
+        let arrivedForCall = preferences.inCall && preferences.override == nil && winner.map { now in
+            now.profiles.contains(where: Planner.isBluetoothHeadsetProfile)
+                && change.previous.outputs.contains { $0.id == now.id && $0.isConnected && !$0.takesCalls }
+        } == true
 
-        if let winner, changesWinner, (change.added + arrivedForCall).contains(where: { $0.id == winner.id }) {
+        if let winner, changesWinner, arrivedForCall || change.added.contains(where: { $0.id == winner.id }) {
             // Rule 1 (and the priority list): a device that would win arrives; it becomes the route,
             // and the override goes.
             decision.request = choice(change.current, state, defaultTarget: preferences.baseTarget, by: preferences)
@@ -175,9 +181,11 @@ public enum Policy {
                 decision.reason = .oldDeviceUnavailable
             }
         } else if let now = change.current.output, let old = change.previous.output, now.id != old.id,
-                  mayNotSteal(now, preferences.priority), change.added.contains(where: { $0.id == now.id }) || recentlyAdded.contains(now.id),
+                  mayNotSteal(now, preferences.priority) || preferences.inCall && !now.takesCalls,
+                  change.added.contains(where: { $0.id == now.id }) || recentlyAdded.contains(now.id),
                   let back = change.current.outputs.first(where: { $0.id == old.id && $0.isAvailable }) {
-            // The server made an unlisted HDMI output the default as it appeared: put the route back.
+            // The server made an unlisted HDMI output the default as it appeared, or in a call an
+            // A2DP-only speaker (a switch-on-connect policy): put the route back.
             if !back.isHiddenByJack {
                 decision.request = .output(back)
                 decision.reason = .restored

@@ -85,6 +85,12 @@ public struct Fields: Sendable {
         return strings
     }
 
+    /// A list of strings under `key`, or nil when it is absent or null.
+    public func optionalStrings(_ key: String) throws(FieldError) -> [String]? {
+        guard let value = json[key], !value.isNull else { return nil }
+        return try strings(key)
+    }
+
     public func optionalInt(_ key: String) throws(FieldError) -> Int64? {
         guard let value = json[key], !value.isNull else { return nil }
         guard let i = value.intValue else { throw FieldError(key: key, problem: "expected an integer") }

@@ -318,7 +318,7 @@ extension CallRecord: StateRecord {
                   defaultSource: try fields.optionalString("default_source"), micMuted: try fields.optionalBool("mic_muted"),
                   callSource: try fields.optionalString("call_source"), callSourceMuted: try fields.optionalBool("call_source_muted"),
                   callMute: try Self.mute(fields), override: override, externals: try fields.strings("externals"),
-                  inputs: fields.json["inputs"].map { $0.isNull } == false ? try fields.strings("inputs") : nil,
+                  inputs: try fields.optionalStrings("inputs"),
                   applied: try fields.optionalBool("applied") ?? true)
     }
 
@@ -371,7 +371,9 @@ extension DecisionRecord: StateRecord {
         let word = try fields.string("reason")
         guard let reason = RouteChangeReason(rawValue: word) else { throw FieldError(key: "reason", problem: "unknown reason '\(word)'") }
         guard let at = try fields.optionalInt("at") else { throw FieldError(key: "at", problem: "missing") }
-        let externals = fields.json["externals"].map { $0.isNull } == false ? try fields.strings("externals") : nil
+        // The devices of this decision's own pick: an older routectl rewriting the file keeps a key it
+        // does not know, so `externals_at` says which pick they belong to.
+        let externals = try fields.optionalInt("externals_at") == at ? try fields.optionalStrings("externals") : nil
         self.init(reason: reason, cause: try fields.optionalString("cause"), output: try fields.optionalString("output"), at: at,
                   externals: externals)
     }
@@ -379,7 +381,7 @@ extension DecisionRecord: StateRecord {
     public var fields: [(String, JSON)] {
         [("reason", .string(reason.rawValue)), ("cause", cause.map(JSON.string) ?? .null),
          ("output", output.map(JSON.string) ?? .null), ("at", .int(at)),
-         ("externals", externals.map { .array($0.map(JSON.string)) } ?? .null)]
+         ("externals", externals.map { .array($0.map(JSON.string)) } ?? .null), ("externals_at", externals == nil ? .null : .int(at))]
     }
 }
 

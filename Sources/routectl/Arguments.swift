@@ -191,7 +191,7 @@ enum Grammar {
               device in use (exit 3; recorded); during a call it stays on the receiver or speaker.
               bluetooth and headset keep the device of that kind in use, else pick the most recently
               connected one, unless --device names one. In a call a Bluetooth output needs a headset
-              profile (HFP/HSP): an A2DP-only speaker only with --force.
+              profile (HFP/HSP): an A2DP-only speaker only named, with --force.
             """),
         CommandSpec(
             name: "clear", arguments: "", summary: "Drop the override and return to the default.",

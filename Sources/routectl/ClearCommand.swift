@@ -67,10 +67,11 @@ extension RouteCommands {
             // `set` records the override; `clear` only falls back to the default it finds.
             let recorded = command == "set" ? " (the preference is recorded)" : ""
             // In a call, a Bluetooth output counts only with a headset profile (rule 8).
-            let none = preferences.inCall && from == .bluetooth ? "no bluetooth output with a headset profile (HFP/HSP) here"
+            let none = preferences.inCall && from == .bluetooth ? "no bluetooth output with a headset profile (HFP/HSP or LE Audio duplex) here"
                 : "no \(from.route.rawValue) output here"
-            if preferences.inCall, !result.plan.movesRoute, let stays = result.plan.output, !stays.route.isExternal {
-                note = "\(none); the call stays on the \(stays.route.rawValue)\(recorded)"
+            if result.plan.callStays, let output = status.output {
+                let on = output.route.isExternal ? "\(output.route.rawValue) output '\(output.id)'" : "the \(output.route.rawValue)"
+                note = "\(none); the call stays on \(on)\(recorded)"
             } else if status.route == .speaker {
                 note = "\(none); fell back to the speaker\(recorded)"
             } else if status.route.isExternal, let output = status.output {

@@ -724,10 +724,11 @@ import Testing
         let onSpeaker = try fixture("sim/pipewire-phone-voicecall").routed(to: sink, port: "[Out] Speaker")
         let speaker = try #require(Status(snapshot: onSpeaker).output)
         #expect(speaker.route == .speaker)
-        func watcher(_ snapshot: Snapshot, pickedAt: Int64, externals: [String]) throws -> (FakeServer, [Event]) {
+        func watcher(_ snapshot: Snapshot, pickedAt: Int64, externals: [String], override: OverrideRecord? = nil) throws -> (FakeServer, [Event]) {
             let server = FakeServer(snapshot)
             server.script = [.timeout]
             let store = FakeStore()
+            store.record = override
             store.call = CallRecord(startedAt: 1_000, speaker: false, applied: true)
             store.decisions = [DecisionRecord(reason: .routeConfigurationChange, cause: "another client's pick", output: speaker.id,
                                               at: pickedAt, externals: externals)]
@@ -743,6 +744,31 @@ import Testing
         let plugged = onSpeaker.jack(sink, "[Out] Headphones", .available)
         let (since, _) = try watcher(plugged, pickedAt: 2_000, externals: [])
         #expect(since.current.sinks.first { $0.name == sink }?.activePort == "[Out] Headphones", "plugged since: \(since.applied)")
+
+        // `set earpiece` after the pick: the user's later word is applied.
+        let (overridden, _) = try watcher(onSpeaker, pickedAt: 2_000, externals: [],
+                                          override: OverrideRecord(target: .earpiece, setAt: 3, externals: []))
+        #expect(overridden.current.sinks.first { $0.name == sink }?.activePort == "[Out] Earpiece", "\(overridden.applied)")
+    }
+
+    /// Headphones plugged in a call while no watcher ran, and the server (PulseAudio's
+    /// switch-on-port-available) switched the phone to HiFi for them: the same output, but out of the
+    /// call profile. watch --apply, starting, puts the card back in Voice Call (rule 8).
+    @Test func aCallsHeadphonesInTheMusicProfileGoBackToTheCallProfileWhenTheWatcherStarts() throws {
+        let card = "alsa_card.sim-phone"
+        let hifi = "alsa_output.sim-phone.HiFi__hw_Phone__sink", call = "alsa_output.sim-phone.Voice_Call__hw_Phone__sink"
+        let inHiFi = try fixture("sim/pulseaudio-phone").jack(hifi, "[Out] Headphones", .available).routed(to: hifi, port: "[Out] Headphones")
+        #expect(Status(snapshot: inHiFi).route == .headset)
+        let server = FakeServer(inHiFi)
+        server.profiles["\(card)/Voice Call"] = try fixture("sim/pulseaudio-phone-voicecall").jack(call, "[Out] Headphones", .available)
+            .routed(to: call, port: "[Out] Headphones")
+        server.script = [.timeout]
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, applied: true)
+        let events = try run(server, store, apply: true)
+        #expect(server.applied.first == [.setCardProfile(card: card, profile: "Voice Call")], "\(server.applied)")
+        #expect(server.current.cards.first { $0.name == card }?.activeProfile == "Voice Call")
+        #expect(Status(snapshot: server.current).route == .headset, "\(events)")
     }
 
     /// Another client's pick of the HDMI output, respected, is where the server comes back after a

@@ -40,7 +40,8 @@ import Routing
 
     @Test(arguments: ["pulseaudio", "pipewire"])
     func anA2DPOnlySpeakerIsNoBluetoothOutputForACall(server: String) throws {
-        let speaker = CallDeviceTests().a2dpOnly(try fixture("sim/\(server)-bluetooth-a2dp"))
+        var speaker = CallDeviceTests().a2dpOnly(try fixture("sim/\(server)-bluetooth-a2dp"))
+        speaker.server.defaultSinkName = "alsa_output.sim-laptop.analog-stereo"
         let inCall = PlanContext(inCall: true)
         let plan = try Planner.plan(speaker, RouteRequest(target: .bluetooth), inCall)
         #expect(plan.outcome == .fellBack(from: .bluetooth))
@@ -51,8 +52,35 @@ import Routing
         let forced = try Planner.plan(speaker, RouteRequest(target: .bluetooth, device: card, force: true), inCall)
         #expect(forced.outcome == .switchTo)
         #expect(forced.output?.id == card)
+        // Forced but by kind (`set bluetooth --force`, the policy's forced fallback to a `bluetooth`
+        // override): never the speaker.
+        let byKind = try Planner.plan(speaker, RouteRequest(target: .bluetooth, force: true), inCall)
+        #expect(byKind.outcome == .fellBack(from: .bluetooth))
+        #expect(byKind.output?.id != card)
         // Outside a call it is a Bluetooth output like any other.
         #expect(try Planner.plan(speaker, RouteRequest(target: .bluetooth), PlanContext()).output?.id == card)
+        // Named for another kind: the kind is what is wrong, as outside a call.
+        #expect(throws: PlanningError.deviceOfAnotherKind(card, .speaker, .bluetooth)) {
+            try Planner.plan(speaker, RouteRequest(target: .speaker, device: self.card, force: true), inCall)
+        }
+        #expect(throws: PlanningError.deviceOfAnotherKind(card, .headset, .bluetooth)) {
+            try Planner.plan(speaker, RouteRequest(target: .headset, device: self.card), inCall)
+        }
+    }
+
+    /// A call the user put on the A2DP-only speaker (named, forced) stays there when a headset that
+    /// is not there is asked for: not the loudspeaker.
+    @Test(arguments: ["pulseaudio", "pipewire"])
+    func aCallForcedOntoAnA2DPSpeakerStaysThere(server: String) throws {
+        let speaker = CallDeviceTests().a2dpOnly(try fixture("sim/\(server)-bluetooth-a2dp"))
+        #expect(Status(snapshot: speaker).output?.id == card)
+        for request in [RouteRequest(target: .headset), RouteRequest(target: .bluetooth), RouteRequest(target: .bluetooth, force: true)] {
+            let plan = try Planner.plan(speaker, request, PlanContext(inCall: true))
+            #expect(plan.outcome == .fellBack(from: request.target))
+            #expect(plan.callStays)
+            #expect(plan.output?.id == card, "\(request)")
+            #expect(!plan.movesRoute, "\(request): \(plan.actions)")
+        }
     }
 
     @Test(arguments: ["pulseaudio-phone-voicecall", "pipewire-phone-voicecall", "pulseaudio-phone17-voicecall", "pipewire-phone17-voicecall"])
@@ -110,13 +138,27 @@ import Routing
 /// A headset whose HFP connects a moment after its A2DP (so after its card appeared) is a call
 /// device from then on: during a call it takes the call, as a headset arriving does (rule 8).
 @Suite struct HeadsetProfileLateTests {
+    let laptop = "alsa_output.sim-laptop.analog-stereo", card = "bluez_card.00_11_22_33_44_55"
+
+    /// The fixture's headset with its headset profile not available yet, as PulseAudio shows it
+    /// before HFP connects.
+    func hfpUnavailable(_ snapshot: Snapshot) -> Snapshot {
+        var s = snapshot
+        for i in s.cards.indices where s.cards[i].name == card {
+            for j in s.cards[i].profiles.indices where Planner.isBluetoothHeadsetProfile(s.cards[i].profiles[j].name) {
+                s.cards[i].profiles[j].available = false
+            }
+        }
+        return s
+    }
+
     @Test(arguments: ["pulseaudio", "pipewire"])
     func aHeadsetWhoseHFPComesLateTakesTheCall(server: String) throws {
-        let laptop = "alsa_output.sim-laptop.analog-stereo", card = "bluez_card.00_11_22_33_44_55"
         var withHFP = try fixture("sim/\(server)-bluetooth-a2dp")
         withHFP.server.defaultSinkName = laptop
-        let a2dpOnly = CallDeviceTests().a2dpOnly(withHFP)
-        let change = Change(previous: a2dpOnly, current: withHFP)
+        let early = hfpUnavailable(withHFP)
+        #expect(Status(snapshot: early).outputs.first { $0.id == card }?.takesCalls == false)
+        let change = Change(previous: early, current: withHFP)
         #expect(change.added.isEmpty, "the same device, already there")
         var state = PolicyState(status: change.previous)
         let inCall = Policy.decide(change, state: &state, preferences: Preferences(callTarget: .earpiece), muteOnFallback: false)
@@ -125,5 +167,33 @@ import Routing
         // Outside a call nothing arrived: the device was already a Bluetooth output like any other.
         var music = PolicyState(status: change.previous)
         #expect(Policy.decide(change, state: &music, preferences: Preferences(), muteOnFallback: false).request == nil)
+        // Nor over an override set in the call (`set speaker --force`): the user's choice stands while
+        // a headset's profile comes and goes.
+        var overridden = PolicyState(status: change.previous)
+        let chosen = Preferences(override: .speaker, callTarget: .earpiece)
+        #expect(Policy.decide(change, state: &overridden, preferences: chosen, muteOnFallback: false).request == nil)
+    }
+
+    /// A server that makes an A2DP-only speaker the default as it connects (a switch-on-connect
+    /// policy) during a call: the call is put back (rule 8), as an HDMI output's steal is.
+    @Test(arguments: ["pulseaudio", "pipewire"])
+    func anA2DPSpeakerTheServerSwitchesToInACallIsUndone(server: String) throws {
+        let speaker = CallDeviceTests().a2dpOnly(try fixture("sim/\(server)-bluetooth-a2dp"))
+        var before = speaker
+        let gone = Set(before.cards.filter { $0.name == card }.map(\.index))
+        before.sinks.removeAll { $0.card.map(gone.contains) ?? false }
+        before.sources.removeAll { $0.card.map(gone.contains) ?? false }
+        before.cards.removeAll { gone.contains($0.index) }
+        before.server.defaultSinkName = laptop
+        let change = Change(previous: before, current: speaker)
+        #expect(change.current.output?.id == card)
+        var state = PolicyState(status: change.previous)
+        let decision = Policy.decide(change, state: &state, preferences: Preferences(callTarget: .earpiece), muteOnFallback: false)
+        #expect(decision.reason == .restored)
+        #expect(decision.request?.device == change.previous.output?.id)
+        var music = PolicyState(status: change.previous)
+        let rule1 = Policy.decide(change, state: &music, preferences: Preferences(), muteOnFallback: false)
+        #expect(rule1.reason == .newDeviceAvailable, "outside a call a speaker connecting wins (rule 1)")
+        #expect(rule1.request?.device == card)
     }
 }

@@ -332,6 +332,10 @@ func stateError<T>(_ body: () throws -> T) -> StateError? {
             try write(#"{"version":1,"reason":"override","at":3}"#, to: file.path)
             #expect(store.loadDecision() == DecisionRecord(reason: .override, at: 3))
             #expect(store.loadDecision()?.externals == nil)
+            // Another pick's devices, kept by an older routectl that rewrote the file: not this one's.
+            try write(#"{"version":1,"reason":"route-configuration-change","at":5,"externals":["x"],"externals_at":4}"#, to: file.path)
+            #expect(store.loadDecision()?.at == 5)
+            #expect(store.loadDecision()?.externals == nil)
         }
     }
 
