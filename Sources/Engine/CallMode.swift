@@ -117,7 +117,9 @@ public struct CallMode {
 
     /// Where `call end` goes: the output in use before the call when it is still there and no external
     /// device came or went (an override that was only recorded, rule 2, left it there: it still does),
-    /// else the restored override, else the rules.
+    /// else the restored override, else the rules. Decided on the call's own route (`status` before the
+    /// profiles are restored): the default a server picks as they are is its reaction (rule 7), so the
+    /// device the call was on is named.
     static func request(_ record: CallRecord, _ status: Status, _ preferences: Preferences) -> RouteRequest {
         if let id = record.output,
            let output = status.outputs.first(where: { $0.id == id && $0.isAvailable && !$0.isHiddenByJack }),
@@ -126,7 +128,7 @@ public struct CallMode {
             return .output(output)
         }
         if let override = preferences.override { return RouteRequest(target: override, force: true) }
-        return Policy.ruling(status, preferences)
+        return Policy.ruling(status, preferences, namingTheDeviceInUse: true)
     }
 
     /// A new call does not inherit the mute an earlier call left on its microphone (the server
@@ -196,11 +198,13 @@ public struct CallMode {
         // Watchers report the whole way back as one route change, reason `call`: announced with the
         // output it leads to (an id outlives the profile switch), decided as below on what is here now.
         var announced = record.output
+        var decided: RouteRequest?
         if var preferences = try? store.preferences() {
             let status = Status(snapshot: snapshot)
             preferences.override = Self.restoredOverride(record, status)?.target
             preferences.callTarget = nil
             let request = Self.request(record, status, preferences)
+            decided = request
             if let output = (try? Planner.plan(snapshot, request, PlanContext(keepCardsOff: true), status: status))?.output {
                 announced = output.id
             }
@@ -261,7 +265,7 @@ public struct CallMode {
         }
         // call.json goes last, once everything is back: a failure on the way leaves it for another `call end`.
         preferences.callTarget = nil
-        let request = Self.request(record, status, preferences)
+        let request = decided ?? Self.request(record, status, preferences)
         // The profiles are as they were before the call: a card that was off stays off.
         var result = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: snapshot,
                                        reason: .call, keepCardsOff: true)

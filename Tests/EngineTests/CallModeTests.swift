@@ -137,6 +137,28 @@ import Testing
         #expect(try mode.end(timeout: 1) == nil)
     }
 
+    /// Headphones plugged during a call on a Bluetooth headset took the call; at its end the headset
+    /// goes back to A2DP and the server makes it the default again. The call's device, the headphones,
+    /// keeps the sound (rule 1: the most recent; rule 7: the server's pick after routectl's own
+    /// profile switch is no reason), and the step is announced as where it ends.
+    @Test func callEndKeepsTheDeviceTheCallWasOnNotTheServersPickAfterTheRestore() throws {
+        let laptop = "alsa_output.sim-laptop.analog-stereo", phones = "analog-output-headphones"
+        let headset = "bluez_card.00_11_22_33_44_55"
+        let inCall = try fixture("sim/pulseaudio-bluetooth-hfp").jack(laptop, phones, .available).routed(to: laptop, port: phones)
+        #expect(Status(snapshot: inCall).route == .headset)
+        let server = FakeServer(inCall)
+        // Restoring A2DP, the server makes the headset's new sink the default (its remembered one).
+        server.profiles["\(headset)/a2dp_sink"] = try fixture("sim/pulseaudio-bluetooth-a2dp").jack(laptop, phones, .available)
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, profiles: [CallRecord.CardProfile(card: headset, profile: "a2dp_sink")],
+                                output: headset, externals: [headset], applied: true)
+        let mode = CallMode(server: server, store: store, clocks: ManualClock().clocks)
+        let ended = try #require(try mode.end(timeout: 1))
+        #expect(server.current.server.defaultSinkName == laptop, "\(server.applied)")
+        #expect(ended.status.output?.id == "alsa_card.sim-laptop:\(phones)")
+        #expect(store.intents.first?.output == "alsa_card.sim-laptop:\(phones)", "announced where it ends")
+    }
+
     /// The user picked the laptop's microphone over the preferred USB headset's (with pactl): the call
     /// takes the headset's, and its end gives the laptop's back, as it was. A device that came or went
     /// during the call lets the preferred one stand, as the route goes by the rules then.
