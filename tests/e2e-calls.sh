@@ -82,6 +82,7 @@ phone_tour() {
 	expect_eq "$kind speaker with the headset in: exit 0" 0 "$rc"
 	expect_eq "$kind speaker with the headset in: the speaker port (server)" "[Out] Speaker" "$(port_now)"
 	expect_eq "$kind speaker with the headset in: still Voice Call (server)" "Voice Call" "$(verb_of "$card")"
+	expect_eq "$kind speaker with the headset in: why, the override" override "$(rc --json why | json_get rule)"
 	settle
 	mark
 	jack "$kind" headphone out
@@ -112,6 +113,8 @@ phone_tour() {
 	settle
 	expect_step "$kind clear in a call: one route event, reason override" \
 		"route receiver (was speaker) reason=override output=$card:[Out] Earpiece"
+	expect_eq "$kind clear in a call: why, the call's receiver" "call: a call is in progress (rule 8): the call's receiver" \
+		"$(rc why | sed -n 's/^rule *//p')"
 
 	if [ "$kind" = phone ]; then
 		# The old-named phone's Voice Call sink holds the speaker port too: a mixer's port pick.
@@ -124,6 +127,7 @@ phone_tour() {
 			"route speaker (was receiver) reason=route-configuration-change output=$card:[Out] Speaker"
 		expect_eq "$kind another client's speaker in the call: decision.json has the pick" "route-configuration-change" \
 			"$(json_get reason <"$XDG_RUNTIME_DIR/routectl/decision.json")"
+		expect_eq "$kind another client's speaker in the call: why says so, not the call's rule" other "$(rc --json why | json_get rule)"
 		stop_watchers
 		start_watchers
 		settle
@@ -451,6 +455,7 @@ expect_rc "set bluetooth --device the A2DP speaker in the call: exit 1" 1
 expect_eq "set bluetooth --device the A2DP speaker in the call: why" \
 	"routectl: '$s_card' has no headset profile (HFP/HSP or LE Audio duplex), so no microphone for the call; the call stays where it is (--force puts it there anyway)" "$err"
 expect_eq "set bluetooth --device the A2DP speaker in the call: the override before it stands" bluetooth "$(rc query override)"
+expect_eq "set bluetooth in the call with only the A2DP speaker: why, the call's receiver" call "$(rc --json why | json_get rule)"
 run_rc rc set headset
 expect_rc "set headset in the call with no headset: exit 3" 3
 expect_eq "set headset in the call with no headset: the earpiece keeps it (server)" "[Out] Earpiece" "$(port_now)"

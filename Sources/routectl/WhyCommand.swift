@@ -101,8 +101,20 @@ enum WhyCommand {
         let actedHere = decision.flatMap { $0.output == output.id && $0.reason != .routeConfigurationChange ? $0 : nil }
         let since = arrival(at: output, decision: decision, intent: intent)
         if preferences.inCall {
-            let what = output.route.isExternal ? "a connected headset takes the call" : "the call's \(output.route.rawValue)"
-            return Answer(rule: "call", explanation: "a call is in progress (rule 8): \(what)", since: call?.startedAt)
+            // Rule 8 puts a call on a headset that can carry it, else on the call's target; what else
+            // carries it was asked for (`set` during the call) or picked by someone else.
+            let kind = RouteTarget(route: output.route)
+            if let target = preferences.override, kind == target, !output.route.isExternal || !output.takesCalls {
+                return Answer(rule: "override", explanation: "'routectl set \(target.rawValue)' during the call (temporary: until clear or a device change)",
+                              since: override.flatMap(milliseconds))
+            }
+            let base = preferences.baseTarget
+            // (The speaker stands in for a receiver a laptop does not have: rule 4.)
+            if output.route.isExternal ? output.takesCalls : kind == base || output.route == .speaker && !status.isAvailable(base.route) {
+                let what = output.route.isExternal ? "a connected headset takes the call" : "the call's \(output.route.rawValue)"
+                return Answer(rule: "call", explanation: "a call is in progress (rule 8): \(what)", since: call?.startedAt)
+            }
+            return other(since)
         }
         // A restore explains the route until an override set after it does (`set_at` is in seconds: one
         // set in the restore's second counts as after it).
