@@ -1245,14 +1245,16 @@ public struct Watch {
         // (An override set after the pick is the user's later word: it is applied.)
         if preferences.inCall, let pick = store.loadDecision(), pick.reason == .routeConfigurationChange, pick.output == output.id,
            pick.externals == status.externalKeys, let call = try? store.callRecord(), pick.at >= call.startedAt,
-           ((try? store.overrideRecord()) ?? nil).map({ $0.setAt * 1000 < pick.at }) ?? true {
+           ((try? store.overrideRecord()) ?? nil).map({ $0.setAt < pick.at / 1000 }) ?? true {
             return true
         }
         let request = preferences.override.map { RouteRequest(target: $0, force: true) } ?? Policy.ruling(status, preferences, recency: policy)
-        // The same output may still need a step: a call's headphones in the card's music profile (a
-        // server's switch-on-port-available while no watcher ran) go to its call profile.
+        // The same output may still need a step in a call: its headphones in the card's music profile (a
+        // server's switch-on-port-available while no watcher ran) go to its call profile. Outside a
+        // call the same output stays as it is (a card another program put in its call profile too).
         guard let plan = Self.policyPlan(fresh, request, preferences, status: status), let wanted = plan.output,
-              wanted.id != output.id || plan.movesRoute else { return true }
+              wanted.id != output.id || preferences.inCall && plan.actions.contains(where: { if case .setCardProfile = $0 { true } else { false } })
+        else { return true }
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
         var after = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: fresh, reason: reason,
                                       inCall: preferences.inCall, claimDefault: true, keepCardsOff: true).snapshot

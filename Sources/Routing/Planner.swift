@@ -181,12 +181,14 @@ public enum Planner {
         if let external {
             return Plan(outcome: .fellBack(from: request.target), actions: [], output: external, needsReplan: false)
         }
-        // In a call the call stays where it is: on the receiver or the speaker, where rule 8 put it, or
-        // on an A2DP-only speaker the user named with --force. Asking for a headset that is not there
-        // never turns a call into a speakerphone one.
+        // In a call the call stays where it is when a headset that is not there is asked for: on the
+        // receiver or the speaker, where rule 8 put it, or on an A2DP-only speaker the user named with
+        // --force. That never turns a call into a speakerphone one. A built-in target (call start,
+        // clear, set earpiece) never keeps a call on an A2DP-only speaker: it has no microphone.
         if context.inCall, let current = before, current.route != .unknown,
            let here = present.first(where: { o in
-               o.id == current.id && o.isAvailable && (!o.route.isExternal || !o.takesCalls) && (request.force || o.isActive || !o.isHiddenByJack)
+               o.id == current.id && o.isAvailable && (request.force || !o.isHiddenByJack)
+                   && (!o.route.isExternal || !o.takesCalls && request.target.route.isExternal)
            }) {
             var plan = try actions(toward: here, snapshot, status, context, outcome: .fellBack(from: request.target))
             plan.callStays = true

@@ -69,7 +69,7 @@ extension RouteCommands {
             // In a call, a Bluetooth output counts only with a headset profile (rule 8).
             let none = preferences.inCall && from == .bluetooth ? "no bluetooth output with a headset profile (HFP/HSP or LE Audio duplex) here"
                 : "no \(from.route.rawValue) output here"
-            if result.plan.callStays, let output = status.output {
+            if result.plan.callStays, let output = result.plan.output {
                 let on = output.route.isExternal ? "\(output.route.rawValue) output '\(output.id)'" : "the \(output.route.rawValue)"
                 note = "\(none); the call stays on \(on)\(recorded)"
             } else if status.route == .speaker {

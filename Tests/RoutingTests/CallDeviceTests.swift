@@ -81,6 +81,13 @@ import Routing
             #expect(plan.output?.id == card, "\(request)")
             #expect(!plan.movesRoute, "\(request): \(plan.actions)")
         }
+        // A built-in target (call start's earpiece on a laptop, clear, set earpiece) never keeps the
+        // call on it: no microphone. The laptop's speaker stands in (rule 4).
+        for request in [RouteRequest(target: .earpiece), RouteRequest(target: .earpiece, force: true), RouteRequest(target: .speaker)] {
+            let plan = try Planner.plan(speaker, request, PlanContext(inCall: true))
+            #expect(plan.output?.route == .speaker, "\(request): \(String(describing: plan.output?.id))")
+            #expect(!plan.callStays)
+        }
     }
 
     @Test(arguments: ["pulseaudio-phone-voicecall", "pipewire-phone-voicecall", "pulseaudio-phone17-voicecall", "pipewire-phone17-voicecall"])
