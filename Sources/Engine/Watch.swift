@@ -1253,7 +1253,7 @@ public struct Watch {
         // server's switch-on-port-available while no watcher ran) go to its call profile. Outside a
         // call the same output stays as it is (a card another program put in its call profile too).
         guard let plan = Self.policyPlan(fresh, request, preferences, status: status), let wanted = plan.output,
-              wanted.id != output.id || preferences.inCall && plan.actions.contains(where: { if case .setCardProfile = $0 { true } else { false } })
+              wanted.id != output.id || preferences.inCall && plan.switchesProfile
         else { return true }
         let reason: RouteChangeReason = preferences.inCall ? .call : .override
         var after = try applier.route(request, preferredInput: preferences.preferredInput, timeout: timeout, from: fresh, reason: reason,

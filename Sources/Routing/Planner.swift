@@ -66,6 +66,11 @@ public struct Plan: Equatable, Sendable {
             }
         }
     }
+
+    /// Whether it switches a card's profile (to reach the output under another one).
+    public var switchesProfile: Bool {
+        actions.contains { if case .setCardProfile = $0 { true } else { false } }
+    }
 }
 
 /// Why a request cannot be planned at all.
