@@ -517,6 +517,41 @@ expect_match "late HFP: call end: A2DP again (server)" "^$a2dp(-[a-z0-9_]+)?$" "
 stop_watchers
 disconnect "$l_addr"
 
+echo "-- the same with the call on the speaker by choice: the headset arriving clears the override (rule 8)"
+start_watchers
+run_rc rc call start
+expect_rc "late HFP over set speaker: call start: exit 0" 0
+run_rc rc set speaker --force
+expect_rc "late HFP over set speaker: set speaker --force in the call: exit 0" 0
+expect_eq "late HFP over set speaker: the call on the speaker (server)" "[Out] Speaker" "$(port_now)"
+settle
+mark
+bt connect "$l_addr" a2dp
+wait_for "card of $l_addr" card_present "$l_card" || true
+if [ "$server" = pulseaudio ]; then
+	settle
+	expect_eq "late HFP over set speaker, A2DP only: the speaker keeps the call (server)" "[Out] Speaker" "$(port_now)"
+	expect_eq "late HFP over set speaker, A2DP only: the override stands" speaker "$(rc query override)"
+	expect_cleared "late HFP over set speaker, A2DP only: nothing cleared yet"
+	mark
+fi
+bt connect "$l_addr" hfp
+wait_for "the late headset in HFP" profile_is "$l_card" "$hfp" || true
+settle
+expect_eq "late HFP over set speaker: the headset has the call (server)" "$(bt_sink "$l_addr" "$hfp")" "$(pactl get-default-sink)"
+expect_eq "late HFP over set speaker: the override is cleared" none "$(rc query override)"
+expect_cleared "late HFP over set speaker: one override-cleared, the headset's arrival" \
+	"override-cleared speaker: '$l_card' was connected"
+if [ "$server" = pulseaudio ]; then
+	expect_step "late HFP over set speaker: one route event as HFP comes up, a device arriving for the call" \
+		"route bluetooth (was speaker) reason=new-device-available output=$l_card"
+fi
+run_rc rc call end
+expect_rc "late HFP over set speaker: call end: exit 0" 0
+wait_for "the late headset's A2DP" profile_is "$l_card" "$a2dp" || true
+stop_watchers
+disconnect "$l_addr"
+
 echo "-- laptop (no call profile) with a Bluetooth headset: HFP for the call only"
 cards_server laptop
 laptop_card=alsa_card.sim-laptop

@@ -85,6 +85,10 @@ public struct Watch {
     let holdDown: Double
     /// Devices gone within the hold-down, by id: when they left and what carried the sound then.
     var departures: [String: Departure] = [:]
+    /// Headsets back within the hold-down during a call, which carried the call when they left but
+    /// came back before their headset profile (A2DP first): the call goes back to them once it is up.
+    /// The override standing at the return: another choice since (a `set`, a `clear`) ends the wait.
+    var carriersAwaitingHeadsetProfile: [String: OverrideRecord?] = [:]
     /// Served on this loop (`watch --apply --dbus`), told what the server shows.
     public var remote: RemoteControl?
     /// With --apply: true once the persistent state may have changed since it was last asked (another
@@ -133,6 +137,9 @@ public struct Watch {
         var deadline: Double
         /// The connection order when it left (rule 3's recency): a return takes its place back.
         var order: [String] = []
+        /// Whether it could carry a call before it left (`PolicyState.callCapable`): a return is the
+        /// same connection to the rules, whose headset profile coming back is no new arrival.
+        var callCapable = false
     }
 
     public init(server: any AudioServer, store: any PreferenceStore, clocks: Clocks, apply: Bool, muteOnFallback: Bool,
@@ -389,6 +396,7 @@ public struct Watch {
         let early = departureAfterServerMove(change, next, at: now)
         let decided = early ?? change
         let orderBefore = policy.connected
+        let callCapableBefore = policy.callCapable
         var decision = Policy.decide(decided, state: &policy, preferences: preferences, muteOnFallback: muteOnFallback,
                                      recentlyAdded: Set(recentlyAdded.keys), recentlyRemoved: recentlyRemoved.isEmpty ? [] : departedNow(change),
                                      holdDown: holdDown > 0)
@@ -404,6 +412,7 @@ public struct Watch {
                 policy.connected.removeAll { $0 == output.id }
                 let after = policy.connected.lastIndex(where: earlier.contains).map { $0 + 1 } ?? 0
                 policy.connected.insert(output.id, at: after)
+                if departure.callCapable { policy.callCapable.insert(output.id) }
             }
             let status = Status(snapshot: next)
             // In a call, a headset back before its headset profile (A2DP first) cannot carry the call
@@ -431,6 +440,23 @@ public struct Watch {
                 let there = status.output?.id == back.id && !(left.map { takesAStep($0) } ?? false)
                 decision.request = there ? nil : .output(back)
                 decision.reason = .newDeviceAvailable
+            } else if preferences.inCall, let carried = returns.lazy.compactMap(\.1.carried).first,
+                            returns.contains(where: { $0.0.id == carried }),
+                      status.outputs.contains(where: { $0.id == carried && $0.isConnected && !$0.takesCalls }) {
+                carriersAwaitingHeadsetProfile.updateValue(standing, forKey: carried)
+            }
+        } else if !carriersAwaitingHeadsetProfile.isEmpty {
+            // A headset back for the call it carried (above), its headset profile up now: the call goes
+            // back to it, as to a headset back with it at once; the override that stood stands.
+            carriersAwaitingHeadsetProfile = preferences.inCall ? carriersAwaitingHeadsetProfile.filter { id, _ in
+                !change.removed.contains { $0.id == id }
+            } : [:]
+            let status = Status(snapshot: next)
+            if let ready = status.outputs.first(where: { carriersAwaitingHeadsetProfile[$0.id] != nil && $0.isAvailable && $0.takesCalls }),
+               let override = carriersAwaitingHeadsetProfile.removeValue(forKey: ready.id),
+               decision.request == nil, (try? store.overrideRecord()) == override {
+                decision.request = status.output?.id == ready.id ? nil : .output(ready)
+                decision.reason = .newDeviceAvailable
             }
         }
         // Every external device leaving is timed, so that its return within the hold-down is a flicker;
@@ -440,7 +466,8 @@ public struct Watch {
                 let clear = decision.deferredClear.flatMap { $0.device.id == output.id ? $0 : nil }
                 departures[output.id] = Departure(clear: clear, override: clear == nil ? nil : standing, leftAt: now,
                                                   carried: decided.previous.output?.id, carriedProfile: decided.previous.output?.cardProfile,
-                                                  deadline: now + holdDown, order: orderBefore)
+                                                  deadline: now + holdDown, order: orderBefore,
+                                                  callCapable: callCapableBefore.contains(output.id))
             }
         }
         if ownCardSwitch || (decision.reason == .categoryChange || decision.reason == .noSuitableRoute) && ownStep {

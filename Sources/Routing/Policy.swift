@@ -3,6 +3,10 @@
 /// next most recent (rule 3).
 public struct PolicyState: Equatable, Sendable {
     public var connected: [String]
+    /// The external outputs that could carry a call at some moment since they connected (a Bluetooth
+    /// device once its headset profile was up): a headset profile coming up is the device arriving
+    /// for calls the first time only, not each time it comes back on the same connection.
+    public var callCapable: Set<String>
 
     /// Externals already present at start are ordered as the server numbered them.
     public init(status: Status) {
@@ -11,6 +15,11 @@ public struct PolicyState: Equatable, Sendable {
             .sorted { ($0.sinkIndex ?? 0, $0.priority) < ($1.sinkIndex ?? 0, $1.priority) }
             .map(\.id)
             .reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+        callCapable = PolicyState.callCapable(in: status)
+    }
+
+    static func callCapable(in status: Status) -> Set<String> {
+        Set(status.outputs.filter { $0.route.isExternal && $0.isConnected && $0.takesCalls }.map(\.id))
     }
 }
 
@@ -142,18 +151,22 @@ public enum Policy {
         // Which output the rules would pick without the override, before and after this change.
         let wouldWin = ranked(change.previous, state, by: preferences).first
         state.connected.removeAll { key in removed.contains { $0.id == key } }
+        state.callCapable.subtract(removed.map(\.id))
         for output in added.sorted(by: { ($0.sinkIndex ?? 0) < ($1.sinkIndex ?? 0) }) where !state.connected.contains(output.id) {
             state.connected.append(output.id)
         }
         let winner = ranked(change.current, state, by: preferences).first
         let changesWinner = winner?.id != wouldWin?.id
         // In a call, a Bluetooth device whose headset profile comes up after its card (HFP connects a
-        // moment after A2DP) arrives for the call only now; not over an override set meanwhile (the
-        // user's choice stands while a device's profile comes and goes).
-        let arrivedForCall = preferences.inCall && preferences.override == nil && winner.map { now in
+        // moment after A2DP) arrives for the call only now, and clears an override as any arrival
+        // does (rule 8). Over an override, only the first time on this connection: the user's choice
+        // stands while a device's headset profile goes and comes back.
+        let arrivedForCall = preferences.inCall && winner.map { now in
             now.profiles.contains(where: Planner.isBluetoothHeadsetProfile)
                 && change.previous.outputs.contains { $0.id == now.id && $0.isConnected && !$0.takesCalls }
+                && (preferences.override == nil || !state.callCapable.contains(now.id))
         } == true
+        state.callCapable.formUnion(PolicyState.callCapable(in: change.current))
 
         if let winner, changesWinner, arrivedForCall || change.added.contains(where: { $0.id == winner.id }) {
             // Rule 1 (and the priority list): a device that would win arrives; it becomes the route,

@@ -2166,6 +2166,54 @@ extension Snapshot {
                                                 "bluetooth (was speaker) new-device-available"])
     }
 
+    /// In a call on a Bluetooth headset, with `set speaker` recorded (the headset kept the call, rule
+    /// 2), the headset leaves (the call falls back to the speaker, the override standing) and comes back
+    /// within the hold-down with A2DP only, as PulseAudio shows it before HFP connects. Once its HFP is
+    /// up, the call goes back to it, as to a headset back with HFP at once; the override stays (a
+    /// flicker). Before, the call stayed on the speaker: the headset profile coming up under an
+    /// override was taken for a flap.
+    @Test func aHeadsetBackBeforeItsHFPTakesBackTheCallItCarried() throws {
+        let headset = "bluez_card.00_11_22_33_44_55"
+        func hfp(_ snapshot: Snapshot, available: Bool) -> Snapshot {
+            var s = snapshot
+            for i in s.cards.indices where s.cards[i].name == headset {
+                for j in s.cards[i].profiles.indices where s.cards[i].profiles[j].name == "handsfree_head_unit" {
+                    s.cards[i].profiles[j].available = available
+                }
+            }
+            return s
+        }
+        let inCall = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp").routed(to: laptop)
+        for secondChoice in [false, true] {
+            let server = FakeServer(inCall)
+            server.profiles["\(headset)/handsfree_head_unit"] = inCall
+            let store = FakeStore()
+            store.call = CallRecord(startedAt: 1, speaker: false, output: headset, externals: [headset], applied: true)
+            let standing = OverrideRecord(target: .speaker, setAt: 0, externals: [headset])
+            let other = OverrideRecord(target: .earpiece, setAt: 1, externals: [headset])
+            // Recorded once the watcher runs (as `set speaker` does beside it), not applied by its start.
+            server.script = [.run { store.record = standing }, .change(try fixture("sim/pulseaudio-laptop")), .pass(0.5), .change(hfp(a2dp, available: false)), .pass(0.5)]
+                + (secondChoice ? [.run { store.record = other }] : [])
+                + [.change(a2dp), .pass(0.5)]
+            let events = try run(server, store, holdDown: 2)
+            let routes = WatchTests().routes(events)
+            #expect(events.contains { $0.type == "flicker" })
+            #expect(!events.contains { $0.type == "override-cleared" }, "\(events)")
+            if secondChoice {
+                // A choice made since the return (`set earpiece --force`) is not undone by HFP coming up.
+                #expect(store.record == other)
+                #expect(server.current.server.defaultSinkName == laptop, "\(server.applied)")
+                #expect(routes == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable"])
+            } else {
+                #expect(store.record == standing)
+                #expect(server.current.server.defaultSinkName == "bluez_sink.00_11_22_33_44_55.handsfree_head_unit", "\(server.applied)")
+                #expect(routes == ["bluetooth initial", "speaker (was bluetooth) old-device-unavailable",
+                                   "bluetooth (was speaker) new-device-available"])
+            }
+        }
+    }
+
     @Test func noReturnClearsTheOverrideWhenTheHoldDownPasses() throws {
         let plugged = try fixture("sim/pulseaudio-laptop-headphones")
         let server = FakeServer(plugged)

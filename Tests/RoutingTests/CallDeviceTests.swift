@@ -174,11 +174,35 @@ import Routing
         // Outside a call nothing arrived: the device was already a Bluetooth output like any other.
         var music = PolicyState(status: change.previous)
         #expect(Policy.decide(change, state: &music, preferences: Preferences(), muteOnFallback: false).request == nil)
-        // Nor over an override set in the call (`set speaker --force`): the user's choice stands while
-        // a headset's profile comes and goes.
+        // Over an override set in the call (`set speaker --force`) too: a headset arriving clears it (rule 8).
         var overridden = PolicyState(status: change.previous)
         let chosen = Preferences(override: .speaker, callTarget: .earpiece)
-        #expect(Policy.decide(change, state: &overridden, preferences: chosen, muteOnFallback: false).request == nil)
+        let first = Policy.decide(change, state: &overridden, preferences: chosen, muteOnFallback: false)
+        #expect(first.request == RouteRequest(target: .bluetooth, device: card))
+        #expect(first.reason == .newDeviceAvailable)
+        #expect(first.clearOverride == "'\(card)' was connected")
+        // But only the first time: its headset profile going and coming back on the same connection
+        // leaves a choice the user made since (`set speaker --force` again) where it is.
+        var afterFirst = overridden
+        let lost = Policy.decide(Change(previous: withHFP, current: early), state: &afterFirst, preferences: chosen, muteOnFallback: false)
+        #expect(lost.clearOverride == nil)
+        let flap = Policy.decide(change, state: &afterFirst, preferences: chosen, muteOnFallback: false)
+        #expect(flap.request == nil)
+        #expect(flap.clearOverride == nil)
+        // Without an override it takes the call back each time (the rules pick it).
+        var unchosen = overridden
+        #expect(Policy.decide(change, state: &unchosen, preferences: Preferences(callTarget: .earpiece), muteOnFallback: false).request
+                == RouteRequest(target: .bluetooth, device: card))
+        // A new connection is a new arrival: gone, back with A2DP only, then HFP up.
+        var reconnected = afterFirst
+        var gone = early
+        let cardIndex = try #require(gone.cards.first { $0.name == card }?.index)
+        gone.sinks.removeAll { $0.card == cardIndex }
+        gone.sources.removeAll { $0.card == cardIndex }
+        gone.cards.removeAll { $0.index == cardIndex }
+        _ = Policy.decide(Change(previous: early, current: gone), state: &reconnected, preferences: chosen, muteOnFallback: false)
+        _ = Policy.decide(Change(previous: gone, current: early), state: &reconnected, preferences: chosen, muteOnFallback: false)
+        #expect(Policy.decide(change, state: &reconnected, preferences: chosen, muteOnFallback: false).clearOverride != nil)
     }
 
     /// A server that makes an A2DP-only speaker the default as it connects (a switch-on-connect
