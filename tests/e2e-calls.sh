@@ -552,6 +552,28 @@ wait_for "the late headset's A2DP" profile_is "$l_card" "$a2dp" || true
 stop_watchers
 disconnect "$l_addr"
 
+echo "-- two headsets in a call, another client picks the older one: why names that client, not rule 8"
+start_watchers
+connect "$a_addr" "$a_name" a2dp+hfp
+connect "$l_addr" "$l_name" a2dp+hfp
+settle
+run_rc rc call start
+expect_rc "two headsets: call start: exit 0" 0
+expect_match "two headsets: the most recent in HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$l_card")"
+expect_eq "two headsets: why, rule 8" "call: a call is in progress (rule 8): a connected headset takes the call" \
+	"$(rc why | sed -n 's/^rule *//p')"
+settle
+mark
+pactl set-default-sink "$(bt_sink "$a_addr")"
+wait_line "$apply" 1 "^route bluetooth .*reason=route-configuration-change output=$a_card" || true
+settle
+expect_eq "two headsets: another client's pick of the older one stands (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+expect_eq "two headsets: why, another client's pick" other "$(rc --json why | json_get rule)"
+rc call end >/dev/null
+stop_watchers
+disconnect "$l_addr"
+disconnect "$a_addr"
+
 echo "-- laptop (no call profile) with a Bluetooth headset: HFP for the call only"
 cards_server laptop
 laptop_card=alsa_card.sim-laptop
