@@ -111,6 +111,21 @@ phone_calls() {
 	run_rc busctl --user call io.github.routectl /io/github/routectl io.github.routectl Clear
 	expect_eq "$kind Clear: the route read back" 's "speaker"' "$out"
 	if [ "$kind" = phone ]; then
+		echo "-- $kind: the server away: no route shown until it is back (properties show only what was read back)"
+		quiet "$apply" || true
+		"$root/scripts/server.sh" stop "$dir"
+		wait_line "$apply" 1 "^interrupted" || true
+		wait_for "Route unknown while the server is away" sh -c "busctl --user get-property io.github.routectl /io/github/routectl io.github.routectl Route | grep -q unknown" || true
+		expect_eq "$kind server away: Route and Call" 's "unknown" b false' "$(own Route Call)"
+		expect_eq "$kind server away: callaudiocli -S, the speaker and the microphone unknown" \
+			"CALL_AUDIO_MODE_DEFAULT CALL_AUDIO_SPEAKER_UNKNOWN CALL_AUDIO_MIC_UNKNOWN" "$(status)"
+		eval "$(CARDS=phone "$root/scripts/server.sh" start "$server" "$dir")"
+		wait_line "$apply" 1 "^recovered" || true
+		wait_for "Route read back" sh -c "busctl --user get-property io.github.routectl /io/github/routectl io.github.routectl Route | grep -q speaker" || true
+		expect_eq "$kind server back: Route" 's "speaker"' "$(own Route)"
+		expect_eq "$kind server back: callaudiocli -S" "CALL_AUDIO_MODE_DEFAULT CALL_AUDIO_SPEAKER_ON CALL_AUDIO_MIC_ON" "$(status)"
+		wait_for "$kind: the speaker after the restart" port_is "[Out] Speaker" || true
+
 		echo "-- $kind: a command stopped while it holds the route lock fails the request, not the watcher"
 		# (-o: the lock is flock's own, not its child's, so that killing flock lets it go.)
 		lockfile=$XDG_RUNTIME_DIR/routectl/override.json.lock

@@ -1306,6 +1306,10 @@ public struct Watch {
             guard reportRoute(Status(snapshot: snapshot), reason: held.reason) else { return false }
         }
         guard releaseHeldEvents(dueOnly: false), emit(.interrupted(reason: reason)) else { return false }
+        // Remote clients see no route while no server can be read (their properties only ever show
+        // what was read back): an unknown route, no output, no microphone, until `recovered`.
+        remote?.update(Status(snapshot: Snapshot(server: snapshot.server, sinks: [], sources: [], cards: [],
+                                                 sinkInputs: [], sourceOutputs: [])), shownPreferences)
         beforeInterruption = beforeInterruption ?? Status(snapshot: snapshot)
         var delay = 0.1
         var warned = false

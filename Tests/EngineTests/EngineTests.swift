@@ -662,6 +662,32 @@ import Testing
         #expect(events.map(\.type) == ["route", "interrupted", "recovered"])
     }
 
+    /// While the server is away, D-Bus clients (`watch --apply --dbus`) are shown no route rather than
+    /// the last one read: an unknown route, no output, no microphone; the route read back once it
+    /// is back. (Before, a status bar kept showing the speaker through a server restart.)
+    @Test func remoteClientsSeeNoRouteWhileTheServerIsAway() throws {
+        final class Shown: RemoteControl {
+            var updates: [(route: Route, output: String?, micMuted: Bool?)] = []
+            func serve(lockWait: Double) -> Bool? { nil }
+            func update(_ status: Status, _ preferences: Preferences) { updates.append((status.route, status.output?.id, status.micMuted)) }
+            func routeChanged(route: Route, previous: Route, reason: RouteChangeReason) {}
+        }
+        let server = FakeServer(try fixture("sim/pulseaudio-laptop"))
+        server.script = [.disconnect]
+        server.reconnectFailures = 2
+        let shown = Shown()
+        var events: [Event] = []
+        var watch = Watch(server: server, store: FakeStore(), clocks: ManualClock().clocks, apply: true, muteOnFallback: false, timeout: 1,
+                          snapshot: try server.snapshot(timeout: 1), sink: { events.append($0); return true }, warn: { _ in })
+        watch.remote = shown
+        try watch.run()
+        #expect(events.map(\.type) == ["route", "interrupted", "recovered"])
+        let away = try #require(shown.updates.firstIndex { $0.route == .unknown }, "\(shown.updates)")
+        #expect(shown.updates[away].output == nil && shown.updates[away].micMuted == nil)
+        #expect(shown.updates[..<away].allSatisfy { $0.route == .speaker }, "the speaker before: \(shown.updates)")
+        #expect(shown.updates.last?.route == .speaker, "read back once the server is back: \(shown.updates)")
+    }
+
     /// The server restarted during a call on a Bluetooth headset and came back with it in A2DP, the
     /// route on the same device (its id is the card's, whatever the profile): the call gets its
     /// headset profile back, as the route before the restart had it.
