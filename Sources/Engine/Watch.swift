@@ -85,10 +85,10 @@ public struct Watch {
     let holdDown: Double
     /// Devices gone within the hold-down, by id: when they left and what carried the sound then.
     var departures: [String: Departure] = [:]
-    /// Headsets back within the hold-down during a call, which carried the call when they left but
-    /// came back before their headset profile (A2DP first): the call goes back to them once it is up.
-    /// The override standing at the return: another choice since (a `set`, a `clear`) ends the wait.
-    var carriersAwaitingHeadsetProfile: [String: OverrideRecord?] = [:]
+    /// Headsets back within the hold-down during a call (a flicker that kept the override), which
+    /// carried the call when they left but came back before their headset profile (A2DP first): the
+    /// call goes back to them once it is up (`AwaitedCarrier`).
+    var carriersAwaitingHeadsetProfile: [String: AwaitedCarrier] = [:]
     /// Served on this loop (`watch --apply --dbus`), told what the server shows.
     public var remote: RemoteControl?
     /// With --apply: true once the persistent state may have changed since it was last asked (another
@@ -122,6 +122,14 @@ public struct Watch {
     /// The priority list and persistent default the rules were last applied with.
     var rulesSeen: (priority: [String], defaultTarget: RouteTarget)?
     var rulesCheckOwed = false
+
+    /// A headset the call goes back to once its headset profile is up, while nothing else was chosen
+    /// meanwhile: the override the flicker kept still stands, and the route is where it fell back to
+    /// (not moved since by a plug, a `set` or another client).
+    struct AwaitedCarrier {
+        var override: OverrideRecord
+        var fallback: String?
+    }
 
     struct Departure {
         /// The override clear it holds back, if its leaving would clear one.
@@ -402,17 +410,21 @@ public struct Watch {
                                      holdDown: holdDown > 0)
         noteServerMove(change, decision, at: now)
         if !flickers.isEmpty { decision.clearOverride = nil }
+        if !carriersAwaitingHeadsetProfile.isEmpty {
+            if !preferences.inCall { carriersAwaitingHeadsetProfile = [:] }
+            for output in change.removed { carriersAwaitingHeadsetProfile[output.id] = nil }
+        }
         if !returns.isEmpty {
             // One flicker, not an unplug and a plug: the route ends where it was when the device left,
             // on the device if it carried the sound, else where it stayed; and the device is no newer
             // a connection for coming back (rule 3, here and when the rules are applied again later).
             for (output, departure) in returns {
+                if departure.callCapable { policy.callCapable.insert(output.id) }
                 guard let place = departure.order.firstIndex(of: output.id) else { continue }
                 let earlier = Set(departure.order[..<place])
                 policy.connected.removeAll { $0 == output.id }
                 let after = policy.connected.lastIndex(where: earlier.contains).map { $0 + 1 } ?? 0
                 policy.connected.insert(output.id, at: after)
-                if departure.callCapable { policy.callCapable.insert(output.id) }
             }
             let status = Status(snapshot: next)
             // In a call, a headset back before its headset profile (A2DP first) cannot carry the call
@@ -441,20 +453,22 @@ public struct Watch {
                 decision.request = there ? nil : .output(back)
                 decision.reason = .newDeviceAvailable
             } else if preferences.inCall, let carried = returns.lazy.compactMap(\.1.carried).first,
-                            returns.contains(where: { $0.0.id == carried }),
+                      flickers.contains(where: { $0.0.id == carried }), let standing,
                       status.outputs.contains(where: { $0.id == carried && $0.isConnected && !$0.takesCalls }) {
-                carriersAwaitingHeadsetProfile.updateValue(standing, forKey: carried)
+                // Without an override the rules take it back themselves once it can carry the call
+                // (Policy.decide), ranked among the devices plugged meanwhile. (The route it fell back
+                // to is the one before this return: a server's switch to the A2DP-only device as it
+                // appears is undone as `restored`.)
+                carriersAwaitingHeadsetProfile[carried] = AwaitedCarrier(override: standing, fallback: change.previous.output?.id)
             }
         } else if !carriersAwaitingHeadsetProfile.isEmpty {
             // A headset back for the call it carried (above), its headset profile up now: the call goes
-            // back to it, as to a headset back with it at once; the override that stood stands.
-            carriersAwaitingHeadsetProfile = preferences.inCall ? carriersAwaitingHeadsetProfile.filter { id, _ in
-                !change.removed.contains { $0.id == id }
-            } : [:]
+            // back to it, as to a headset back with it at once, and the override that stood stands.
             let status = Status(snapshot: next)
             if let ready = status.outputs.first(where: { carriersAwaitingHeadsetProfile[$0.id] != nil && $0.isAvailable && $0.takesCalls }),
-               let override = carriersAwaitingHeadsetProfile.removeValue(forKey: ready.id),
-               decision.request == nil, (try? store.overrideRecord()) == override {
+               let awaited = carriersAwaitingHeadsetProfile.removeValue(forKey: ready.id),
+               decision.request == nil, change.previous.output?.id == awaited.fallback,
+               (try? store.overrideRecord()) == awaited.override {
                 decision.request = status.output?.id == ready.id ? nil : .output(ready)
                 decision.reason = .newDeviceAvailable
             }
@@ -1308,8 +1322,10 @@ public struct Watch {
         guard releaseHeldEvents(dueOnly: false), emit(.interrupted(reason: reason)) else { return false }
         // Remote clients see no route while no server can be read (their properties only ever show
         // what was read back): an unknown route, no output, no microphone, until `recovered`.
+        var shown = shownPreferences
+        if !callActive { shown.callTarget = nil }
         remote?.update(Status(snapshot: Snapshot(server: snapshot.server, sinks: [], sources: [], cards: [],
-                                                 sinkInputs: [], sourceOutputs: [])), shownPreferences)
+                                                 sinkInputs: [], sourceOutputs: [])), shown)
         beforeInterruption = beforeInterruption ?? Status(snapshot: snapshot)
         var delay = 0.1
         var warned = false
@@ -1327,7 +1343,12 @@ public struct Watch {
             }
             snapshot = fresh
             let freshStatus = Status(snapshot: fresh)
+            // A headset the server shows again after its restart is the same connection to the rules:
+            // its headset profile coming back (A2DP first) is no new arrival that clears an override.
+            let callCapable = policy.callCapable
             policy = PolicyState(status: freshStatus)
+            policy.callCapable.formUnion(callCapable.filter { id in freshStatus.outputs.contains { $0.id == id && $0.isConnected } })
+            carriersAwaitingHeadsetProfile = [:]
             // A server back from a restart may give a card the call profile it remembers, one a
             // card is owed its profile from before (a call start that failed as the server went):
             // looked at as when watch --apply starts.

@@ -110,12 +110,13 @@ enum WhyCommand {
             }
             let base = preferences.baseTarget
             // (The speaker stands in for a receiver a laptop does not have: rule 4.)
-            // A headset another client picked during the call (a watcher respected it) over the one the
-            // rules rank first (the most recent, or the priority list's) is that client's choice.
-            let pickedOverTheRules = output.route.isExternal && actedHere == nil && decision.map { pick in
+            // A headset another client picked during the call (the watcher, which keeps the rules,
+            // respected it) is that client's choice, until routectl moves the route again.
+            let pickedByAnother = output.route.isExternal && decision.map { pick in
                 pick.reason == .routeConfigurationChange && pick.output == output.id && pick.at >= (call?.startedAt ?? .max)
-            } == true && Policy.ranked(status, PolicyState(status: status), priority: preferences.priority, inCall: true).first?.id != output.id
-            if !pickedOverTheRules,
+                    && (intent.map { $0.at <= pick.at } ?? true)
+            } == true
+            if !pickedByAnother,
                output.route.isExternal ? output.takesCalls : kind == base || output.route == .speaker && !status.isAvailable(base.route) {
                 let what = output.route.isExternal ? "a connected headset takes the call" : "the call's \(output.route.rawValue)"
                 return Answer(rule: "call", explanation: "a call is in progress (rule 8): \(what)", since: call?.startedAt)

@@ -662,6 +662,27 @@ import Testing
         #expect(events.map(\.type) == ["route", "interrupted", "recovered"])
     }
 
+    /// In a call on a Bluetooth headset with an override set during it (`set speaker --force`), the
+    /// server restarts and shows the headset again A2DP first: its HFP coming back is the same
+    /// connection, not an arrival, and leaves the override (and the call on the speaker) alone.
+    @Test func aHeadsetBackAfterARestartIsNoNewArrivalForTheCall() throws {
+        let headset = "bluez_card.00_11_22_33_44_55"
+        let inCall = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp").routed(to: laptop)
+        let server = FakeServer(inCall)
+        server.profiles["\(headset)/handsfree_head_unit"] = inCall
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, output: headset, externals: [headset], applied: true)
+        let standing = OverrideRecord(target: .speaker, setAt: 0, externals: [headset])
+        server.script = [.run { store.record = standing }, .run { server.current = a2dp.headsetProfile(of: headset, available: false) },
+                         .disconnect, .pass(0.5), .change(a2dp), .pass(0.5)]
+        let events = try run(server, store, apply: true)
+        #expect(events.map(\.type).contains("recovered"))
+        #expect(store.record == standing, "\(events)")
+        #expect(!events.contains { $0.type == "override-cleared" })
+        #expect(server.current.server.defaultSinkName == laptop, "\(server.applied)")
+    }
+
     /// While the server is away, D-Bus clients (`watch --apply --dbus`) are shown no route rather than
     /// the last one read: an unknown route, no output, no microphone; the route read back once it
     /// is back. (Before, a status bar kept showing the speaker through a server restart.)
@@ -1881,6 +1902,18 @@ extension Snapshot {
         return s
     }
 
+    /// This snapshot with a Bluetooth card's headset profile (HFP) available or not: PulseAudio shows
+    /// a headset's card once A2DP is up, HFP unavailable until its connection follows.
+    func headsetProfile(of card: String, available: Bool) -> Snapshot {
+        var s = self
+        for i in s.cards.indices where s.cards[i].name == card {
+            for j in s.cards[i].profiles.indices where Planner.isBluetoothHeadsetProfile(s.cards[i].profiles[j].name) {
+                s.cards[i].profiles[j].available = available
+            }
+        }
+        return s
+    }
+
     func jack(_ sink: String, _ port: String, _ availability: PortAvailability) -> Snapshot {
         var s = self
         guard let i = s.sinks.firstIndex(where: { $0.name == sink }) else { return s }
@@ -1896,6 +1929,7 @@ extension Snapshot {
 /// The hold-down (DESIGN.md §1): a jack pulled and plugged back within it is one flicker.
 @Suite struct HoldDownTests {
     let laptop = "alsa_output.sim-laptop.analog-stereo"
+    let headset = "bluez_card.00_11_22_33_44_55"
     let phones = "alsa_card.sim-laptop:analog-output-headphones"
 
     func run(_ server: FakeServer, _ store: FakeStore, holdDown: Double, muteOnFallback: Bool = false, warned: @escaping (String) -> Void = { _ in },
@@ -2199,16 +2233,6 @@ extension Snapshot {
     /// flicker). Before, the call stayed on the speaker: the headset profile coming up under an
     /// override was taken for a flap.
     @Test func aHeadsetBackBeforeItsHFPTakesBackTheCallItCarried() throws {
-        let headset = "bluez_card.00_11_22_33_44_55"
-        func hfp(_ snapshot: Snapshot, available: Bool) -> Snapshot {
-            var s = snapshot
-            for i in s.cards.indices where s.cards[i].name == headset {
-                for j in s.cards[i].profiles.indices where s.cards[i].profiles[j].name == "handsfree_head_unit" {
-                    s.cards[i].profiles[j].available = available
-                }
-            }
-            return s
-        }
         let inCall = try fixture("sim/pulseaudio-bluetooth-hfp")
         let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp").routed(to: laptop)
         for secondChoice in [false, true] {
@@ -2219,7 +2243,7 @@ extension Snapshot {
             let standing = OverrideRecord(target: .speaker, setAt: 0, externals: [headset])
             let other = OverrideRecord(target: .earpiece, setAt: 1, externals: [headset])
             // Recorded once the watcher runs (as `set speaker` does beside it), not applied by its start.
-            server.script = [.run { store.record = standing }, .change(try fixture("sim/pulseaudio-laptop")), .pass(0.5), .change(hfp(a2dp, available: false)), .pass(0.5)]
+            server.script = [.run { store.record = standing }, .change(try fixture("sim/pulseaudio-laptop")), .pass(0.5), .change(a2dp.headsetProfile(of: headset, available: false)), .pass(0.5)]
                 + (secondChoice ? [.run { store.record = other }] : [])
                 + [.change(a2dp), .pass(0.5)]
             let events = try run(server, store, holdDown: 2)
@@ -2238,6 +2262,59 @@ extension Snapshot {
                                    "bluetooth (was speaker) new-device-available"])
             }
         }
+    }
+
+    /// The same headset back before its HFP with no override standing: the rules take it back once it
+    /// can carry the call, ranked among the devices plugged meanwhile. Headphones plugged after its
+    /// return keep the call (rule 1: the most recent) when its HFP comes up.
+    @Test func aHeadsetBackBeforeItsHFPLeavesTheCallToHeadphonesPluggedSince() throws {
+        let phones = "analog-output-headphones"
+        let inCall = try fixture("sim/pulseaudio-bluetooth-hfp")
+        let back = try fixture("sim/pulseaudio-bluetooth-a2dp").routed(to: laptop)
+        let plugged = back.jack(laptop, phones, .available).routed(to: laptop, port: phones)
+        let server = FakeServer(inCall)
+        server.profiles["\(headset)/handsfree_head_unit"] = inCall
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, output: headset, externals: [headset], applied: true)
+        server.script = [.change(try fixture("sim/pulseaudio-laptop")), .pass(0.5), .change(back.headsetProfile(of: headset, available: false)),
+                         .pass(0.3), .change(plugged.headsetProfile(of: headset, available: false)), .pass(0.3), .change(plugged), .pass(0.5)]
+        let events = try run(server, store, holdDown: 2)
+        #expect(server.current.server.defaultSinkName == laptop, "\(server.applied)")
+        #expect(server.current.sinks.first { $0.name == laptop }?.activePort == phones, "\(server.applied)")
+        #expect(WatchTests().routes(events).last == "headset (was speaker) new-device-available", "\(WatchTests().routes(events))")
+    }
+
+    /// The headset back before its HFP, an override standing, and another client puts the call on the
+    /// HDMI output meanwhile (respected, rule 5): its HFP coming up does not take the call from there.
+    @Test func aHeadsetBackBeforeItsHFPLeavesAnotherClientsPickSince() throws {
+        let hdmi = "alsa_output.sim-hdmi.hdmi-stereo"
+        let all = try fixture("sim/pulseaudio-all")
+        func withHDMI(_ snapshot: Snapshot) throws -> Snapshot {
+            var s = snapshot
+            var card = try #require(all.cards.first { $0.name == "alsa_card.sim-hdmi" })
+            var sink = try #require(all.sinks.first { $0.name == hdmi })
+            card.index = 90
+            sink.index = 90
+            sink.card = 90
+            s.cards.append(card)
+            s.sinks.append(sink)
+            return s
+        }
+        let inCall = try withHDMI(try fixture("sim/pulseaudio-bluetooth-hfp"))
+        let back = try withHDMI(try fixture("sim/pulseaudio-bluetooth-a2dp").routed(to: laptop))
+        let server = FakeServer(inCall)
+        server.profiles["\(headset)/handsfree_head_unit"] = inCall
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, output: headset, externals: [headset], applied: true)
+        let standing = OverrideRecord(target: .speaker, setAt: 0, externals: [headset])
+        server.script = [.run { store.record = standing }, .change(try withHDMI(try fixture("sim/pulseaudio-laptop"))), .pass(0.5),
+                         .change(back.headsetProfile(of: headset, available: false)), .pass(0.3),
+                         .change(back.headsetProfile(of: headset, available: false).routed(to: hdmi)), .pass(1.5),
+                         .change(back.routed(to: hdmi)), .pass(0.5)]
+        let events = try run(server, store, holdDown: 2)
+        #expect(server.current.server.defaultSinkName == hdmi, "\(server.applied)")
+        #expect(WatchTests().routes(events).last == "unknown (was speaker) route-configuration-change", "\(WatchTests().routes(events))")
+        #expect(store.record == standing)
     }
 
     @Test func noReturnClearsTheOverrideWhenTheHoldDownPasses() throws {
