@@ -482,75 +482,63 @@ expect_step "call end onto the A2DP speaker: one route event, the call's (watch 
 stop_watchers
 disconnect "$s_addr"
 
-echo "-- phone with a headset whose HFP connects after its A2DP: it takes the call once it can carry it"
+# late_hfp NAME PORT [OVERRIDE]: in a call on PORT (the earpiece, or the speaker by `set OVERRIDE
+# --force`), a headset connects A2DP first and HFP a moment later: it takes the call once it can
+# carry it (rule 8), and an override set in the call is cleared by that arrival.
 l_addr=00:1A:7D:DA:71:14 l_name=Latecomer l_card=bluez_card.00_1A_7D_DA_71_14
-start_watchers
-run_rc rc call start
-expect_rc "late HFP: call start: exit 0" 0
-expect_eq "late HFP: call start on the earpiece (server)" "[Out] Earpiece" "$(port_now)"
-settle
-bt add "$l_addr" "$l_name" a2dp+hfp
-bt connect "$l_addr" a2dp
-wait_for "card of $l_addr" card_present "$l_card" || true
-if [ "$server" = pulseaudio ]; then
-	# PulseAudio makes the card after its wait for the other profiles (~3 s), HFP unavailable; PipeWire
-	# lists HFP at once (it connects it when the profile is chosen), so there the headset takes the call now.
+late_hfp() {
+	local name=$1 port=$2 override=${3:-} was=receiver
+	start_watchers
+	run_rc rc call start
+	expect_rc "$name: call start: exit 0" 0
+	if [ -n "$override" ]; then
+		run_rc rc set "$override" --force
+		expect_rc "$name: set $override --force in the call: exit 0" 0
+		was=$override
+	fi
+	expect_eq "$name: the call on $port (server)" "$port" "$(port_now)"
 	settle
-	expect_eq "late HFP, A2DP only: the earpiece keeps the call (server)" "[Out] Earpiece" "$(port_now)"
-	expect_eq "late HFP, A2DP only: HFP not available yet (server)" no \
-		"$(LC_ALL=C pactl list cards | sed -n "/Name: $l_card/,/Active Profile/p" | sed -n "s/.*$hfp: .*available: \([a-z]*\)).*/\1/p")"
 	mark
-fi
-bt connect "$l_addr" hfp
-wait_for "the late headset in HFP" profile_is "$l_card" "$hfp" || true
-settle
-expect_eq "late HFP: the headset has the call (server)" "$(bt_sink "$l_addr" "$hfp")" "$(pactl get-default-sink)"
-expect_match "late HFP: the headset in HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$l_card")"
-if [ "$server" = pulseaudio ]; then
-	expect_step "late HFP: one route event as HFP comes up, a device arriving for the call" \
-		"route bluetooth (was receiver) reason=new-device-available output=$l_card"
-fi
-run_rc rc call end
-expect_rc "late HFP: call end: exit 0" 0
-wait_for "the late headset's A2DP" profile_is "$l_card" "$a2dp" || true
-expect_match "late HFP: call end: A2DP again (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$l_card")"
-stop_watchers
-disconnect "$l_addr"
-
+	if [ "$(bt status | grep -c "$l_addr" || true)" = 0 ]; then bt add "$l_addr" "$l_name" a2dp+hfp; fi
+	bt connect "$l_addr" a2dp
+	wait_for "card of $l_addr" card_present "$l_card" || true
+	if [ "$server" = pulseaudio ]; then
+		# PulseAudio makes the card after its wait for the other profiles (~3 s), HFP unavailable; PipeWire
+		# lists HFP at once (it connects it when the profile is chosen), so there the headset takes the call now.
+		settle
+		expect_eq "$name, A2DP only: $port keeps the call (server)" "$port" "$(port_now)"
+		expect_eq "$name, A2DP only: HFP not available yet (server)" no \
+			"$(LC_ALL=C pactl list cards | sed -n "/Name: $l_card/,/Active Profile/p" | sed -n "s/.*$hfp: .*available: \([a-z]*\)).*/\1/p")"
+		if [ -n "$override" ]; then
+			expect_eq "$name, A2DP only: the override stands" "$override" "$(rc query override)"
+			expect_cleared "$name, A2DP only: nothing cleared yet"
+		fi
+		mark
+	fi
+	bt connect "$l_addr" hfp
+	wait_for "the late headset in HFP" profile_is "$l_card" "$hfp" || true
+	settle
+	expect_eq "$name: the headset has the call (server)" "$(bt_sink "$l_addr" "$hfp")" "$(pactl get-default-sink)"
+	expect_match "$name: the headset in HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$l_card")"
+	if [ -n "$override" ]; then
+		expect_eq "$name: the override is cleared" none "$(rc query override)"
+		expect_cleared "$name: one override-cleared, the headset's arrival" "override-cleared $override: '$l_card' was connected"
+	fi
+	if [ "$server" = pulseaudio ]; then
+		expect_step "$name: one route event as HFP comes up, a device arriving for the call" \
+			"route bluetooth (was $was) reason=new-device-available output=$l_card"
+	fi
+	run_rc rc call end
+	expect_rc "$name: call end: exit 0" 0
+	wait_for "the late headset's A2DP" profile_is "$l_card" "$a2dp" || true
+	expect_match "$name: call end: A2DP again (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$l_card")"
+	stop_watchers
+	disconnect "$l_addr"
+}
+echo "-- phone with a headset whose HFP connects after its A2DP: it takes the call once it can carry it"
+late_hfp "late HFP" "[Out] Earpiece"
 echo "-- the same with the call on the speaker by choice: the headset arriving clears the override (rule 8)"
-start_watchers
-run_rc rc call start
-expect_rc "late HFP over set speaker: call start: exit 0" 0
-run_rc rc set speaker --force
-expect_rc "late HFP over set speaker: set speaker --force in the call: exit 0" 0
-expect_eq "late HFP over set speaker: the call on the speaker (server)" "[Out] Speaker" "$(port_now)"
-settle
-mark
-bt connect "$l_addr" a2dp
-wait_for "card of $l_addr" card_present "$l_card" || true
-if [ "$server" = pulseaudio ]; then
-	settle
-	expect_eq "late HFP over set speaker, A2DP only: the speaker keeps the call (server)" "[Out] Speaker" "$(port_now)"
-	expect_eq "late HFP over set speaker, A2DP only: the override stands" speaker "$(rc query override)"
-	expect_cleared "late HFP over set speaker, A2DP only: nothing cleared yet"
-	mark
-fi
-bt connect "$l_addr" hfp
-wait_for "the late headset in HFP" profile_is "$l_card" "$hfp" || true
-settle
-expect_eq "late HFP over set speaker: the headset has the call (server)" "$(bt_sink "$l_addr" "$hfp")" "$(pactl get-default-sink)"
-expect_eq "late HFP over set speaker: the override is cleared" none "$(rc query override)"
-expect_cleared "late HFP over set speaker: one override-cleared, the headset's arrival" \
-	"override-cleared speaker: '$l_card' was connected"
-if [ "$server" = pulseaudio ]; then
-	expect_step "late HFP over set speaker: one route event as HFP comes up, a device arriving for the call" \
-		"route bluetooth (was speaker) reason=new-device-available output=$l_card"
-fi
-run_rc rc call end
-expect_rc "late HFP over set speaker: call end: exit 0" 0
-wait_for "the late headset's A2DP" profile_is "$l_card" "$a2dp" || true
-stop_watchers
-disconnect "$l_addr"
+late_hfp "late HFP over set speaker" "[Out] Speaker" speaker
 
 echo "-- two headsets in a call, another client picks the other one: why names that client, not rule 8"
 start_watchers
