@@ -572,6 +572,28 @@ stop_watchers
 disconnect "$l_addr"
 disconnect "$a_addr"
 
+echo "-- headphones plugged in a call on a headset while no watcher ran: watch --apply, starting, gives them the call (rule 1)"
+start_watchers
+connect "$a_addr" "$a_name" a2dp+hfp
+settle
+run_rc rc call start
+expect_rc "plugged with no watcher: call start: exit 0" 0
+expect_match "plugged with no watcher: the headset in HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+stop_watchers
+jack phone headphone in
+wait_for "the headphones' jack" sh -c "LC_ALL=C pactl list cards | grep '\[Out\] Headphones:' | grep -qv 'not available'" || true
+expect_eq "plugged with no watcher: the headset keeps the call meanwhile (server)" "$(bt_sink "$a_addr" "$hfp")" "$(pactl get-default-sink)"
+start_watchers
+wait_for "the headphones take the call" port_is "[Out] Headphones" || true
+settle
+expect_eq "plugged with no watcher: the headphones have the call once watch --apply starts (server)" "[Out] Headphones" "$(port_now)"
+expect_eq "plugged with no watcher: a Voice Call profile (server)" "Voice Call" "$(verb_of "$card")"
+expect_eq "plugged with no watcher: route headset" headset "$(rc query route)"
+rc call end >/dev/null
+jack phone headphone out
+stop_watchers
+disconnect "$a_addr"
+
 echo "-- laptop (no call profile) with a Bluetooth headset: HFP for the call only"
 cards_server laptop
 laptop_card=alsa_card.sim-laptop

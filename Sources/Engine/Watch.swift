@@ -1289,7 +1289,18 @@ public struct Watch {
            ((try? store.overrideRecord()) ?? nil).map({ $0.setAt < pick.at / 1000 }) ?? true {
             return true
         }
-        let request = preferences.override.map { RouteRequest(target: $0, force: true) } ?? Policy.ruling(status, preferences, recency: policy)
+        var request = preferences.override.map { RouteRequest(target: $0, force: true) } ?? Policy.ruling(status, preferences, recency: policy)
+        if preferences.inCall, preferences.override == nil, let call = try? store.callRecord() {
+            // Devices that came during the call while no watcher ran are newer than those there at its
+            // start (rule 1; sink numbers cannot tell): one plugged meanwhile takes the call from the
+            // headset in use, as with a watcher running.
+            let came = policy.connected.filter { !call.externals.contains($0) }
+            policy.connected = policy.connected.filter { call.externals.contains($0) } + came
+            if let first = Policy.ranked(status, policy, priority: preferences.priority, inCall: true).first,
+               first.id != output.id, came.contains(first.id) {
+                request = Policy.choice(status, policy, defaultTarget: preferences.baseTarget, by: preferences)
+            }
+        }
         // The same output may still need a step in a call: its headphones in the card's music profile (a
         // server's switch-on-port-available while no watcher ran) go to its call profile. Outside a
         // call the same output stays as it is (a card another program put in its call profile too).

@@ -798,6 +798,31 @@ import Testing
         #expect(overridden.current.sinks.first { $0.name == sink }?.activePort == "[Out] Earpiece", "\(overridden.applied)")
     }
 
+    /// In a call on a Bluetooth headset, headphones plugged while no watcher ran: watch --apply,
+    /// starting, gives them the call (rule 1: they came after the headset, which call.json's devices
+    /// at the call's start tell; the sink numbers say the opposite). Headphones that were there at the
+    /// call's start leave the call on the headset (rule 2). (Hostile test: the call stayed on the headset.)
+    @Test func headphonesPluggedInACallWhileNoWatcherRanTakeTheCallWhenItStarts() throws {
+        let headset = "bluez_card.00_11_22_33_44_55", phones = "alsa_card.sim-laptop:analog-output-headphones"
+        let inCall = try fixture("sim/pulseaudio-bluetooth-hfp").jack(laptop, "analog-output-headphones", .available)
+        #expect(Status(snapshot: inCall).route == .bluetooth)
+        for (atStart, moves) in [([headset], true), ([headset, phones], false)] {
+            let server = FakeServer(inCall)
+            server.script = [.timeout]
+            let store = FakeStore()
+            store.call = CallRecord(startedAt: 1_000, speaker: false, output: headset, externals: atStart, applied: true)
+            let events = try run(server, store, apply: true)
+            if moves {
+                #expect(server.current.server.defaultSinkName == laptop, "\(server.applied)")
+                #expect(server.current.sinks.first { $0.name == laptop }?.activePort == "analog-output-headphones", "\(server.applied)")
+                #expect(routes(events) == ["bluetooth initial", "headset (was bluetooth) call"])
+            } else {
+                #expect(server.applied.isEmpty, "\(server.applied)")
+                #expect(routes(events) == ["bluetooth initial"])
+            }
+        }
+    }
+
     /// Headphones plugged in a call while no watcher ran, and the server (PulseAudio's
     /// switch-on-port-available) switched the phone to HiFi for them: the same output, but out of the
     /// call profile. watch --apply, starting, puts the card back in Voice Call (rule 8).
