@@ -194,10 +194,7 @@ public struct Watch {
                 // While a state file cannot be read, the last preferences that could: not the defaults
                 // (a phone shell would take `AudioMode` 0 for the call's end).
                 if let read = try? store.preferences() { shownPreferences = read }
-                var shown = shownPreferences
-                // The bus shows a call once its `call` event is out: with the call's route, not before it.
-                if !callActive { shown.callTarget = nil }
-                remote.update(Status(snapshot: snapshot), shown)
+                remote.update(Status(snapshot: snapshot), shownToRemote)
             }
             do {
                 // Requests that came while the last round was busy (an inner wait took their wake-up),
@@ -1087,6 +1084,15 @@ public struct Watch {
         return reportRoute(status, reason: reason)
     }
 
+    /// The preferences remote clients are shown: the last that could be read (not the defaults while a
+    /// state file cannot be: a phone shell would take `AudioMode` 0 for the call's end), with a call
+    /// shown once its `call` event is out (with the call's route, not before it).
+    var shownToRemote: Preferences {
+        var shown = shownPreferences
+        if !callActive { shown.callTarget = nil }
+        return shown
+    }
+
     /// Prints a `call` event when call mode began or ended since the last one, once no route move is
     /// held and `call start` has applied the call: after the call's route event, with the route it
     /// reached. False when stdout is gone.
@@ -1284,13 +1290,13 @@ public struct Watch {
         // Another client's pick during this call that a watcher before this one respected, with the
         // same devices present as then: it stands (rule 5), as it did.
         // (An override set after the pick is the user's later word: it is applied.)
-        if preferences.inCall, let pick = store.loadDecision(), pick.reason == .routeConfigurationChange, pick.output == output.id,
-           pick.externals == status.externalKeys, let call = try? store.callRecord(), pick.at >= call.startedAt,
-           ((try? store.overrideRecord()) ?? nil).map({ $0.setAt < pick.at / 1000 }) ?? true {
+        let call = preferences.inCall ? try? store.callRecord() : nil
+        if let call, let pick = store.loadDecision(), pick.isPick(of: output.id, duringCallFrom: call.startedAt),
+           pick.externals == status.externalKeys, ((try? store.overrideRecord()) ?? nil).map({ $0.setAt < pick.at / 1000 }) ?? true {
             return true
         }
         var request = preferences.override.map { RouteRequest(target: $0, force: true) } ?? Policy.ruling(status, preferences, recency: policy)
-        if preferences.inCall, preferences.override == nil, let call = try? store.callRecord() {
+        if let call, preferences.override == nil {
             // Devices that came during the call while no watcher ran are newer than those there at its
             // start (rule 1; sink numbers cannot tell): one plugged meanwhile takes the call from the
             // headset in use, as with a watcher running.
@@ -1333,10 +1339,8 @@ public struct Watch {
         guard releaseHeldEvents(dueOnly: false), emit(.interrupted(reason: reason)) else { return false }
         // Remote clients see no route while no server can be read (their properties only ever show
         // what was read back): an unknown route, no output, no microphone, until `recovered`.
-        var shown = shownPreferences
-        if !callActive { shown.callTarget = nil }
         remote?.update(Status(snapshot: Snapshot(server: snapshot.server, sinks: [], sources: [], cards: [],
-                                                 sinkInputs: [], sourceOutputs: [])), shown)
+                                                 sinkInputs: [], sourceOutputs: [])), shownToRemote)
         beforeInterruption = beforeInterruption ?? Status(snapshot: snapshot)
         var delay = 0.1
         var warned = false

@@ -197,4 +197,10 @@ public struct DecisionRecord: Equatable, Sendable {
         self.at = at
         self.externals = externals?.sorted()
     }
+
+    /// Another client's pick of `output` that a watcher respected, made during the call that began at
+    /// `callStart` (milliseconds, as `at`).
+    public func isPick(of output: String, duringCallFrom callStart: Int64) -> Bool {
+        reason == .routeConfigurationChange && self.output == output && at >= callStart
+    }
 }

@@ -113,8 +113,7 @@ enum WhyCommand {
             // A headset another client picked during the call (the watcher, which keeps the rules,
             // respected it) is that client's choice, until routectl moves the route again.
             let pickedByAnother = output.route.isExternal && decision.map { pick in
-                pick.reason == .routeConfigurationChange && pick.output == output.id && pick.at >= (call?.startedAt ?? .max)
-                    && (intent.map { $0.at <= pick.at } ?? true)
+                pick.isPick(of: output.id, duringCallFrom: call?.startedAt ?? .max) && (intent.map { $0.at <= pick.at } ?? true)
             } == true
             if !pickedByAnother,
                output.route.isExternal ? output.takesCalls : kind == base || output.route == .speaker && !status.isAvailable(base.route) {
