@@ -300,6 +300,21 @@ expect_eq "flicker: the route fell back at once and came back (watch --apply)" \
 route bluetooth (was speaker) reason=new-device-available output=$a_card" "$(since "$apply" route)"
 sleep 1.6
 expect_eq "flicker: still no override-cleared after the hold-down" "" "$(since "$apply" override-cleared)"
+echo "-- hold-down: an override set while the headset was away is newer: its return is an arrival"
+mark
+disconnect "$a_addr"
+wait_line "$apply" 2 "^route speaker" || true
+rc set speaker --force >/dev/null
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" 1 "^override-cleared speaker" || true
+settle
+expect_eq "back under an override set meanwhile: no flicker" "" "$(since "$apply" flicker)"
+expect_eq "back under an override set meanwhile: the override it clears, with its cause" \
+	"override-cleared speaker: '$a_card' was connected" "$(since "$apply" override-cleared)"
+expect_eq "back under an override set meanwhile: the override is gone" none "$(rc query override)"
+expect_eq "back under an override set meanwhile: the headset takes the route (server)" "$(bt_sink "$a_addr")" "$(pactl get-default-sink)"
+expect_eq "back under an override set meanwhile: its route event, new-device-available" \
+	"route bluetooth (was speaker) reason=new-device-available output=$a_card" "$(since "$apply" route | tail -1)"
 echo "-- hold-down: a departure with no return clears the override once it passes"
 rc set speaker --force >/dev/null
 settle
@@ -307,7 +322,7 @@ mark
 disconnect "$a_addr"
 sleep 0.5
 expect_eq "within the hold-down: the override still stands" speaker "$(rc query override)"
-wait_line "$apply" 1 "^override-cleared" || true
+wait_line "$apply" 2 "^override-cleared" || true
 expect_eq "after the hold-down: override-cleared with its cause" "override-cleared speaker: '$a_card' was disconnected" "$(since "$apply" override-cleared)"
 expect_eq "after the hold-down: the override is gone" none "$(rc query override)"
 expect_eq "after the hold-down: the route stayed on the speaker (server)" "$laptop analog-output-speaker" "$(server_route)"

@@ -148,6 +148,11 @@ public struct Watch {
         /// Whether it could carry a call before it left (`PolicyState.callCapable`): a return is the
         /// same connection to the rules, whose headset profile coming back is no new arrival.
         var callCapable = false
+        /// The override standing when it left, whether or not it would clear it. One set while it was
+        /// away is newer than the device: its return is an arrival (rule 1), no flicker.
+        var overrideThen: OverrideRecord?
+
+        func isFlicker(under standing: OverrideRecord?) -> Bool { standing == nil || standing == overrideThen }
     }
 
     public init(server: any AudioServer, store: any PreferenceStore, clocks: Clocks, apply: Bool, muteOnFallback: Bool,
@@ -382,8 +387,9 @@ public struct Watch {
         let routeLock = lockForMove()
         defer { withExtendedLifetime(routeLock) {} }
         let preferences = try preferences()
-        // Devices back within the hold-down: flickers. The override stays and the route goes back
-        // to where it was when they left.
+        // Devices back within the hold-down, with no override set since they left: flickers. The
+        // override stays and the route goes back to where it was when they left. (Back under an
+        // override set meanwhile, a device is newer than it: an arrival, as rule 1 answers it.)
         // The override record, read only when a hold-down has something to time or to match.
         let timing = holdDown > 0 && (!departures.isEmpty || change.removed.contains { $0.route.isExternal })
         let standing = timing ? try? store.overrideRecord() : nil
@@ -395,7 +401,7 @@ public struct Watch {
         let ownStep = hold?.intent != nil || ownStepSeen(change)
         let ownCardSwitch = ownCardSwitch(change)
         let returns = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
-            .filter { $0.1.deadline > now && !ownCardSwitch }
+            .filter { $0.1.deadline > now && !ownCardSwitch && $0.1.isFlicker(under: standing) }
         // The override waits on a flicker only when it is the one the device left under.
         let flickers = returns.filter { $0.1.override != nil && $0.1.override == standing }
         let early = departureAfterServerMove(change, next, at: now)
@@ -478,7 +484,7 @@ public struct Watch {
                 departures[output.id] = Departure(clear: clear, override: clear == nil ? nil : standing, leftAt: now,
                                                   carried: decided.previous.output?.id, carriedProfile: decided.previous.output?.cardProfile,
                                                   deadline: now + holdDown, order: orderBefore,
-                                                  callCapable: callCapableBefore.contains(output.id))
+                                                  callCapable: callCapableBefore.contains(output.id), overrideThen: standing)
             }
         }
         if ownCardSwitch || (decision.reason == .categoryChange || decision.reason == .noSuitableRoute) && ownStep {
@@ -1262,12 +1268,35 @@ public struct Watch {
     }
 
     /// An override set before this watcher started, whose devices have changed since, is dropped now.
+    /// (A device gone within the hold-down is not a change yet: its departure holds the clear.)
     @discardableResult
     mutating func clearStaleOverride(_ status: Status) -> Bool {
-        guard let record = try? store.overrideRecord(), let cause = record.staleness(currentExternals: status.externalKeys),
+        guard let record = try? store.overrideRecord(),
+              let cause = record.staleness(currentExternals: status.externalKeys + departures.keys),
               clearOverride() else { return false }
         _ = emit(.overrideCleared(override: record.target, cause: cause))
         return true
+    }
+
+    /// The server back from a restart without external devices it had before (a Bluetooth headset's
+    /// card comes back seconds after the server: PulseAudio makes it once A2DP connects again): each
+    /// is a departure under the hold-down, as if it had left now. Back within it, it is a flicker; the
+    /// override it would clear (one set while it was there) goes when the hold-down passes, not as
+    /// stale at `recovered`. `order` and `callCapable`: the rules' state before the server went.
+    mutating func holdMissingExternals(_ fresh: Status, order: [String], callCapable: Set<String>) {
+        guard holdDown > 0, let before = beforeInterruption else { return }
+        let missing = Set(before.externalKeys).subtracting(fresh.externalKeys).subtracting(departures.keys)
+        guard !missing.isEmpty else { return }
+        let standing = try? store.overrideRecord()
+        let now = clocks.monotonic()
+        for id in missing.sorted() {
+            guard let output = before.outputs.first(where: { $0.id == id }) else { continue }
+            let clear = standing?.externals.contains(id) == true ? DeferredClear(device: output, cause: "'\(id)' was disconnected") : nil
+            departures[id] = Departure(clear: clear, override: clear == nil ? nil : standing, leftAt: now,
+                                       carried: before.output?.id, carriedProfile: before.output?.cardProfile,
+                                       deadline: now + holdDown, order: order, callCapable: callCapable.contains(id),
+                                       overrideThen: standing)
+        }
     }
 
     /// As watch --apply starts: the rules applied where something routectl owns says they no longer
@@ -1360,7 +1389,7 @@ public struct Watch {
             let freshStatus = Status(snapshot: fresh)
             // A headset the server shows again after its restart is the same connection to the rules:
             // its headset profile coming back (A2DP first) is no new arrival that clears an override.
-            let callCapable = policy.callCapable
+            let callCapable = policy.callCapable, order = policy.connected
             policy = PolicyState(status: freshStatus)
             policy.callCapable.formUnion(callCapable.filter { id in freshStatus.outputs.contains { $0.id == id && $0.isConnected } })
             carriersAwaitingHeadsetProfile = [:]
@@ -1369,6 +1398,7 @@ public struct Watch {
             // looked at as when watch --apply starts.
             owedCheck = apply
             if apply {
+                holdMissingExternals(freshStatus, order: order, callCapable: callCapable)
                 clearStaleOverride(freshStatus)
                 do {
                     try reapplyRules()

@@ -1989,6 +1989,32 @@ extension Snapshot {
         #expect(typesAfterTheFallback(events) == ["device-added", "flicker", "route"], "the server's return, as routectl's move is printed")
     }
 
+    /// An override set while the headphones were away is newer than their leaving: their return within
+    /// the hold-down is an arrival (rule 1), which clears that override and takes the route, with no
+    /// flicker. (Before, `flicker` was printed beside `override-cleared … was connected`: hostile test.)
+    /// One standing since before they left is kept, as any flicker keeps it.
+    @Test func aReturnUnderAnOverrideSetMeanwhileIsAnArrival() throws {
+        let plugged = try fixture("sim/pulseaudio-laptop-headphones")
+        let server = FakeServer(plugged)
+        let store = FakeStore()
+        let since = OverrideRecord(target: .speaker, setAt: 5, externals: [])
+        server.script = [.change(pulled(plugged)), .pass(0.5), .run { store.record = since }, .change(plugged)]
+        let events = try run(server, store, holdDown: 2)
+        #expect(!events.contains { $0.type == "flicker" }, "\(events)")
+        #expect(events.contains(.overrideCleared(override: .speaker, cause: "'\(phones)' was connected")))
+        #expect(store.record == nil)
+        #expect(WatchTests().routes(events).last == "headset (was speaker) new-device-available")
+
+        let kept = FakeServer(plugged)
+        let before = FakeStore()
+        let standing = OverrideRecord(target: .speaker, setAt: 5, externals: [phones])
+        before.record = standing
+        kept.script = [.change(pulled(plugged)), .pass(0.5), .change(plugged)]
+        let flicker = try run(kept, before, holdDown: 2)
+        #expect(flicker.contains { $0.type == "flicker" }, "\(flicker)")
+        #expect(before.record == standing)
+    }
+
     /// The events after the route's fallback, in order: a return prints its device events, the flicker,
     /// then the route back (`routectl help watch`), whether the server or routectl put it back.
     func typesAfterTheFallback(_ events: [Event]) -> [String] {
@@ -2364,6 +2390,46 @@ extension Snapshot {
         store.record = OverrideRecord(target: .headset, setAt: 0, externals: [phones])
         let events = try run(server, store, holdDown: 0)
         #expect(events.contains(.overrideCleared(override: .headset, cause: "'\(phones)' was disconnected")))
+    }
+
+    /// The server restarts and comes back before a Bluetooth headset the override was set beside
+    /// (PulseAudio makes its card a few seconds after A2DP connects again): the headset missing at
+    /// `recovered` is a departure under the hold-down. Back within it, it is a flicker and the
+    /// override stands; not back, the override goes when the hold-down passes. (Before, the override
+    /// was cleared at once as stale, hold-down or not: hostile test.)
+    @Test func aHeadsetLateBackFromARestartIsAFlicker() throws {
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp").routed(to: laptop)
+        let standing = OverrideRecord(target: .speaker, setAt: 0, externals: [headset])
+        let server = FakeServer(a2dp)
+        server.script = [.run { server.current = a2dp.without([headset]) }, .disconnect, .pass(1), .change(a2dp), .pass(3)]
+        let store = FakeStore()
+        store.record = standing
+        let events = try run(server, store, holdDown: 2)
+        #expect(store.record == standing, "\(events)")
+        #expect(!events.contains { $0.type == "override-cleared" })
+        let types = events.map(\.type)
+        #expect(Array(types.drop { $0 != "recovered" }) == ["recovered", "device-added", "flicker"], "\(events)")
+        #expect(server.current.server.defaultSinkName == laptop)
+
+        let gone = FakeServer(a2dp)
+        gone.script = [.run { gone.current = a2dp.without([headset]) }, .disconnect, .pass(1), .pass(1.5)]
+        let alone = FakeStore()
+        alone.record = standing
+        let later = try run(gone, alone, holdDown: 2)
+        #expect(later.map(\.type) == ["route", "interrupted", "recovered", "override-cleared"], "\(later)")
+        #expect(later.contains(.overrideCleared(override: .speaker, cause: "'\(headset)' was disconnected")))
+        #expect(alone.record == nil)
+    }
+
+    /// With no hold-down, the override set beside a headset not back with the server is stale at once.
+    @Test func withoutAHoldDownAHeadsetMissingAfterARestartClearsAtOnce() throws {
+        let a2dp = try fixture("sim/pulseaudio-bluetooth-a2dp").routed(to: laptop)
+        let server = FakeServer(a2dp)
+        server.script = [.run { server.current = a2dp.without([headset]) }, .disconnect]
+        let store = FakeStore()
+        store.record = OverrideRecord(target: .speaker, setAt: 0, externals: [headset])
+        let events = try run(server, store, holdDown: 0)
+        #expect(events.map(\.type) == ["route", "interrupted", "override-cleared", "recovered"], "\(events)")
     }
 }
 
