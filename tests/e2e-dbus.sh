@@ -112,6 +112,10 @@ phone_calls() {
 	expect_eq "$kind Clear: the route read back" 's "speaker"' "$out"
 	if [ "$kind" = phone ]; then
 		echo "-- $kind: the server away: no route shown until it is back (properties show only what was read back)"
+		# The microphone muted before the restart: the server may come back with it muted (it
+		# remembers) or not (PipeWire saves it a moment later); watch and D-Bus say which.
+		pactl set-source-mute @DEFAULT_SOURCE@ 1
+		wait_for "MicState off" sh -c "callaudiocli -S | grep -q MIC_OFF" || true
 		quiet "$apply" || true
 		"$root/scripts/server.sh" stop "$dir"
 		wait_line "$apply" 1 "^interrupted" || true
@@ -123,7 +127,14 @@ phone_calls() {
 		wait_line "$apply" 1 "^recovered" || true
 		wait_for "Route read back" sh -c "busctl --user get-property io.github.routectl /io/github/routectl io.github.routectl Route | grep -q speaker" || true
 		expect_eq "$kind server back: Route" 's "speaker"' "$(own Route)"
-		expect_eq "$kind server back: callaudiocli -S" "CALL_AUDIO_MODE_DEFAULT CALL_AUDIO_SPEAKER_ON CALL_AUDIO_MIC_ON" "$(status)"
+		quiet "$apply" || true
+		muted=$(pactl get-source-mute @DEFAULT_SOURCE@ | sed 's/^Mute: //')
+		expect_eq "$kind server back: the last input event has the server's mute ($muted)" \
+			"mic_muted=$muted" "$(lines "$apply" input | tail -1 | grep -o 'mic_muted=[a-z]*')"
+		expect_eq "$kind server back: callaudiocli -S" \
+			"CALL_AUDIO_MODE_DEFAULT CALL_AUDIO_SPEAKER_ON CALL_AUDIO_MIC_$([ "$muted" = yes ] && echo OFF || echo ON)" "$(status)"
+		pactl set-source-mute @DEFAULT_SOURCE@ 0
+		wait_for "MicState on" sh -c "callaudiocli -S | grep -q MIC_ON" || true
 		wait_for "$kind: the speaker after the restart" port_is "[Out] Speaker" || true
 
 		echo "-- $kind: a command stopped while it holds the route lock fails the request, not the watcher"

@@ -1422,10 +1422,14 @@ public struct Watch {
                 withExtendedLifetime(lock) {}
             }
             let status = Status(snapshot: snapshot)
-            // The input as the server came back with it: later input events start from there.
-            guard releaseHeldEvents(dueOnly: false) else { return false }
-            reportedInput = (status.defaultInput, status.micMuted)
-            return emit(.recovered(route: status.route, output: status.output))
+            guard releaseHeldEvents(dueOnly: false), emit(.recovered(route: status.route, output: status.output)) else { return false }
+            // The input the server came back with, when it is not the one last printed (another
+            // microphone, or the mute the server remembers for it): said after `recovered`, so that a
+            // reader knows the microphone as well as the route; later input events start from there.
+            let (source, muted) = (status.defaultInput, status.micMuted)
+            guard source != reportedInput.source || muted != reportedInput.muted else { return true }
+            let changed = source != reportedInput.source
+            return deliver(.input(source: source, previous: changed ? reportedInput.source : nil, sourceChanged: changed, micMuted: muted))
         }
         return false
     }

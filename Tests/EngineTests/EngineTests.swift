@@ -683,6 +683,26 @@ import Testing
         #expect(server.current.server.defaultSinkName == laptop, "\(server.applied)")
     }
 
+    /// The server comes back from a restart with the microphone unmuted, where the last `input` event
+    /// said muted (PipeWire saves a mute a moment after it is made): an `input` event after
+    /// `recovered` says so. Back as it was printed, nothing more is said. (Before, a reader kept the
+    /// mute it last read: hostile test.)
+    @Test func theMicrophoneAsTheServerCameBackIsSaidAfterRecovered() throws {
+        let unmuted = try fixture("sim/pulseaudio-laptop")
+        let mic = try #require(unmuted.server.defaultSourceName)
+        var muted = unmuted
+        muted.sources[try #require(muted.sources.firstIndex { $0.name == mic })].mute = true
+        for (back, said) in [(unmuted, ["input"]), (muted, [])] {
+            let server = FakeServer(unmuted)
+            server.script = [.change(muted), .run { server.current = back }, .disconnect]
+            let events = try run(server, FakeStore(), apply: true)
+            #expect(events.map(\.type) == ["route", "input", "interrupted", "recovered"] + said, "\(events)")
+            if let last = events.last, case let .input(source, previous, changed, micMuted) = last, !said.isEmpty {
+                #expect(source == mic && previous == nil && !changed && micMuted == false)
+            }
+        }
+    }
+
     /// While the server is away, D-Bus clients (`watch --apply --dbus`) are shown no route rather than
     /// the last one read: an unknown route, no output, no microphone; the route read back once it
     /// is back. (Before, a status bar kept showing the speaker through a server restart.)
@@ -924,7 +944,8 @@ import Testing
         #expect(server.reconnects == 1)
         #expect(warnings.count == 1, "\(warnings)")
         #expect(server.applied.first?.first == .setCardProfile(card: "alsa_card.sim-phone", profile: "Voice Call"))
-        #expect(events.map(\.type) == ["route", "call", "interrupted", "recovered", "route"])
+        // (The input the server came back with, HiFi's microphone, is said after `recovered`.)
+        #expect(events.map(\.type) == ["route", "call", "interrupted", "recovered", "input", "route"])
         #expect(routes(events).last == "receiver (was speaker) call")
     }
 
