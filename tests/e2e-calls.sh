@@ -75,6 +75,9 @@ phone_tour() {
 	expect_step "$kind jack in: the device and one route event" \
 		"device-added headset $card:[Out] Headphones \"Headphones (Sim Phone)\"" \
 		"route headset (was receiver) reason=new-device-available output=$card:[Out] Headphones"
+	rc --json why >"$dir/why.json"
+	expect_eq "$kind jack in: why, rule 8 since the headset took the call (the watcher's decision), not the call's start" \
+		"call $(json_get decision.at <"$dir/why.json")" "$(json_get rule <"$dir/why.json") $(json_get since <"$dir/why.json")"
 
 	echo "-- $kind: the speaker button with the headset in (set speaker --force), then the jack pulled"
 	mark

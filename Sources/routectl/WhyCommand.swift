@@ -118,7 +118,10 @@ enum WhyCommand {
             if !pickedByAnother,
                output.route.isExternal ? output.takesCalls : kind == base || output.route == .speaker && !status.isAvailable(base.route) {
                 let what = output.route.isExternal ? "a connected headset takes the call" : "the call's \(output.route.rawValue)"
-                return Answer(rule: "call", explanation: "a call is in progress (rule 8): \(what)", since: call?.startedAt)
+                // Since the later of the call's start and the route's coming here (a headset plugged
+                // during the call took it then).
+                return Answer(rule: "call", explanation: "a call is in progress (rule 8): \(what)",
+                              since: [call?.startedAt, since].compactMap { $0 }.max())
             }
             return other(since)
         }
