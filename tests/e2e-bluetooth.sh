@@ -192,7 +192,6 @@ expect_eq "watch: the same route lines as watch --apply" "$(lines "$apply" route
 echo "-- 6. a headset that disconnects during a set"
 disconnect "$b_addr"
 settle
-ms() { local h m sec; IFS=: read -r h m sec <<<"$1"; echo $(( (10#$h * 3600 + 10#$m * 60) * 1000 + 10#${sec%.*} * 1000 + 10#${sec#*.} )); }
 for delay in 0 0.02 0.05 0.1 0.2; do
 	# Where this round's lines begin in each file, the connect and the set speaker included: a
 	# failure shows them (plain watch once named a set's move after the connect's, in CI).
@@ -285,7 +284,8 @@ wait_line "$restarts" 1 "^flicker " || true
 expect_eq "restart, the headset back within the hold-down: its device event and a flicker, after recovered" \
 	"recovered speaker output=$speaker_id
 device-added bluetooth $a_card \"$a_name\"
-flicker bluetooth $a_card away_ms=N" "$(lines "$restarts" | sed -n '/^recovered /,$p' | sed 's/away_ms=[0-9]*$/away_ms=N/')"
+flicker bluetooth $a_card away_ms=N" \
+	"$(lines "$restarts" recovered device-added device-removed flicker route override-cleared | sed -n '/^recovered /,$p' | sed 's/away_ms=[0-9]*$/away_ms=N/')"
 expect_eq "restart, the headset back: the override stands" speaker "$(rc query override)"
 expect_eq "restart, the headset back: the route stays on the speaker (server)" "$laptop analog-output-speaker" "$(server_route)"
 stop_watchers

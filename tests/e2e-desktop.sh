@@ -308,6 +308,11 @@ rc set speaker --force >/dev/null
 connect "$a_addr" "$a_name" a2dp+hfp
 wait_line "$apply" 1 "^override-cleared speaker" || true
 settle
+# (Back within the hold-down, or the check below would hold for any arrival.)
+stamp() { tail -n +"$((mark_apply + 1))" "$apply" | grep -m1 "^[0-9:.]* $1 " | cut -d' ' -f1; }
+away=$(( $(ms "$(stamp device-added)") - $(ms "$(stamp device-removed)") ))
+if [ "$away" -lt 1500 ]; then ok "back under an override set meanwhile: within the hold-down (${away} ms)"; else
+	not_ok "back under an override set meanwhile: within the hold-down" "away ${away} ms, the hold-down 1500 ms"; fi
 expect_eq "back under an override set meanwhile: no flicker" "" "$(since "$apply" flicker)"
 expect_eq "back under an override set meanwhile: the override it clears, with its cause" \
 	"override-cleared speaker: '$a_card' was connected" "$(since "$apply" override-cleared)"

@@ -169,6 +169,9 @@ lines() {
 	if [ $# -eq 0 ]; then cut -d' ' -f2- "$file"; else cut -d' ' -f2- "$file" | grep -E "^($(IFS='|'; echo "$*")) " || true; fi
 }
 
+# ms HH:MM:SS.mmm: an event line's time stamp in milliseconds of the day.
+ms() { local h m sec; IFS=: read -r h m sec <<<"$1"; echo $(( (10#$h * 3600 + 10#$m * 60) * 1000 + 10#${sec%.*} * 1000 + 10#${sec#*.} )); }
+
 # wait_line FILE COUNT REGEX: waits until at least COUNT event lines of FILE (time stamps cut) match.
 wait_line() {
 	local file=$1 count=$2 regex=$3

@@ -190,7 +190,7 @@ public struct Watch {
                 warn("\(error)")
             }
             // A call on already: its input as it stands now.
-            try? keepCallMute()
+            _ = try? keepCallMute()
         }
         while !server.shouldStop {
             // Call mode began or ended since the last round (after its route event, once no move is held).
@@ -213,8 +213,11 @@ public struct Watch {
                     stateTrouble = nil
                     if reapplyOwed {
                         reapplyOwed = false
+                        let before = snapshot
                         let reason = try reapplyRules()
-                        guard reportRoute(Status(snapshot: snapshot), reason: reason) else { break }
+                        // The route event, then the steps' other events (the microphone back with it).
+                        guard reportRoute(Status(snapshot: snapshot), reason: reason),
+                              emitSteps(Change(previous: before, current: snapshot)) else { break }
                     }
                     let next = try server.snapshot(timeout: timeout)
                     guard try handle(Change(previous: snapshot, current: next), next) else { break }
@@ -602,15 +605,16 @@ public struct Watch {
     /// user's there, and a mute is never wrong to keep). routectl never unmutes a microphone by itself.
     /// Under the route lock, after the change is handled; a step on the way (more notifications
     /// queued) is left for the change that ends it.
-    mutating func keepCallMute() throws {
+    @discardableResult
+    mutating func keepCallMute() throws -> Snapshot? {
         let record = try? store.callRecord()
         guard let record, record.applied else {
             callMute = nil
             callInput = nil
             callInputMovedAt = nil
-            return
+            return nil
         }
-        guard let source = snapshot.defaultSource, !source.isMonitor else { return }
+        guard let source = snapshot.defaultSource, !source.isMonitor else { return nil }
         if let asked = record.callMute, asked.at > callMute?.at ?? .min { callMute = asked }
         let key = source.name + "\u{0}" + (source.activePort ?? "")
         let now = clocks.monotonic()
@@ -622,18 +626,19 @@ public struct Watch {
         if seen == nil, !moving {
             // The input as this watcher first finds it in the call.
             if callMute == nil { callMute = observed }
-            return
+            return nil
         }
         if let seen, seen.key == key, seen.muted != source.mute, !moving || source.mute {
             // The user's own change, with any tool.
             callMute = observed
-            return
+            return nil
         }
-        guard moving, callMute?.muted == true, !source.mute, !server.hasPendingChanges() else { return }
-        _ = try server.apply([.setSourceMute(source: source.name, mute: true)], timeout: timeout) { s in
+        guard moving, callMute?.muted == true, !source.mute, !server.hasPendingChanges() else { return nil }
+        let muted = try server.apply([.setSourceMute(source: source.name, mute: true)], timeout: timeout) { s in
             s.sources.first { $0.name == source.name }?.mute == true
         }
         callInput = (key, true)
+        return muted
     }
 
     /// Rule 8's "for the call only" for a card that left during a call (`owedProfiles`): outside a
@@ -728,9 +733,11 @@ public struct Watch {
         // cannot be made (they are tried again; the departures wait for them).
         _ = try preferences()
         for id in passed.keys { departures[id] = nil }
-        // Only the override the devices left under; one set since then is the user's newer wish.
+        // Only the override the devices left under; one set since then is the user's newer wish. (A
+        // device there again clears nothing: `dropReturnedDepartures`.)
         let standing = try? store.overrideRecord()
-        let due = passed.values.filter { $0.clear != nil && $0.override != nil && $0.override == standing }
+        let present = Set(Status(snapshot: snapshot).externalKeys)
+        let due = passed.filter { !present.contains($0.key) }.values.filter { $0.clear != nil && $0.override != nil && $0.override == standing }
         guard let target = standing?.target, !due.isEmpty, clearOverride() else { return true }
         for departure in due.sorted(by: { $0.leftAt < $1.leftAt }) {
             guard emit(.overrideCleared(override: target, cause: departure.clear?.cause ?? "")) else { return false }
@@ -1268,11 +1275,12 @@ public struct Watch {
     }
 
     /// An override set before this watcher started, whose devices have changed since, is dropped now.
-    /// (A device gone within the hold-down is not a change yet: its departure holds the clear.)
+    /// (A device it was set beside, gone within the hold-down, is not a change yet: its departure
+    /// holds the clear.)
     @discardableResult
     mutating func clearStaleOverride(_ status: Status) -> Bool {
         guard let record = try? store.overrideRecord(),
-              let cause = record.staleness(currentExternals: status.externalKeys + departures.keys),
+              let cause = record.staleness(currentExternals: status.externalKeys + departures.keys.filter(record.externals.contains)),
               clearOverride() else { return false }
         _ = emit(.overrideCleared(override: record.target, cause: cause))
         return true
@@ -1283,8 +1291,8 @@ public struct Watch {
     /// is a departure under the hold-down, as if it had left now. Back within it, it is a flicker; the
     /// override it would clear (one set while it was there) goes when the hold-down passes, not as
     /// stale at `recovered`. `order` and `callCapable`: the rules' state before the server went.
-    mutating func holdMissingExternals(_ fresh: Status, order: [String], callCapable: Set<String>) {
-        guard holdDown > 0, let before = beforeInterruption else { return }
+    mutating func holdMissingExternals(_ fresh: Status, before: Status, order: [String], callCapable: Set<String>) {
+        guard holdDown > 0 else { return }
         let missing = Set(before.externalKeys).subtracting(fresh.externalKeys).subtracting(departures.keys)
         guard !missing.isEmpty else { return }
         let standing = try? store.overrideRecord()
@@ -1296,6 +1304,18 @@ public struct Watch {
                                        carried: before.output?.id, carriedProfile: before.output?.cardProfile,
                                        deadline: now + holdDown, order: order, callCapable: callCapable.contains(id),
                                        overrideThen: standing)
+        }
+    }
+
+    /// Departures whose device is there again without a change that added it (back before the
+    /// server, or while the rules were applied again after it): nothing to wait for. The override
+    /// stands, as after any flicker, and the device is the same connection to the rules.
+    mutating func dropReturnedDepartures(_ status: Status) {
+        guard !departures.isEmpty else { return }
+        let present = Set(status.externalKeys)
+        for (id, departure) in departures where present.contains(id) {
+            departures[id] = nil
+            if departure.callCapable { policy.callCapable.insert(id) }
         }
     }
 
@@ -1371,6 +1391,9 @@ public struct Watch {
         remote?.update(Status(snapshot: Snapshot(server: snapshot.server, sinks: [], sources: [], cards: [],
                                                  sinkInputs: [], sourceOutputs: [])), shownToRemote)
         beforeInterruption = beforeInterruption ?? Status(snapshot: snapshot)
+        // The devices as this outage found them (`beforeInterruption` is the first outage's, kept
+        // until the rules are applied again).
+        let lastSeen = Status(snapshot: snapshot)
         var delay = 0.1
         var warned = false
         while server.pause(seconds: delay) {
@@ -1398,7 +1421,7 @@ public struct Watch {
             // looked at as when watch --apply starts.
             owedCheck = apply
             if apply {
-                holdMissingExternals(freshStatus, order: order, callCapable: callCapable)
+                holdMissingExternals(freshStatus, before: lastSeen, order: order, callCapable: callCapable)
                 clearStaleOverride(freshStatus)
                 do {
                     try reapplyRules()
@@ -1418,10 +1441,11 @@ public struct Watch {
                 // The server back gives the call's microphone the mute it remembers: as after a move.
                 let lock = lockForMove()
                 callInputMovedAt = clocks.monotonic()
-                try? keepCallMute()
+                if let muted = try? keepCallMute() { snapshot = muted }
                 withExtendedLifetime(lock) {}
             }
             let status = Status(snapshot: snapshot)
+            dropReturnedDepartures(status)
             guard releaseHeldEvents(dueOnly: false), emit(.recovered(route: status.route, output: status.output)) else { return false }
             // The input the server came back with, when it is not the one last printed (another
             // microphone, or the mute the server remembers for it): said after `recovered`, so that a
