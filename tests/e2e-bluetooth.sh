@@ -281,8 +281,9 @@ restart_apart 1
 expect_eq "restart, the headset not back yet: the override stands at recovered" speaker "$(rc query override)"
 connect "$a_addr" "$a_name" a2dp+hfp
 wait_line "$restarts" 1 "^flicker " || true
-expect_eq "restart, the headset back within the hold-down: its device event and a flicker, after recovered" \
+expect_eq "restart, the headset back within the hold-down: it left at recovered, its return is a flicker" \
 	"recovered speaker output=$speaker_id
+device-removed bluetooth $a_card \"$a_name\"
 device-added bluetooth $a_card \"$a_name\"
 flicker bluetooth $a_card away_ms=N" \
 	"$(lines "$restarts" recovered device-added device-removed flicker route override-cleared | sed -n '/^recovered /,$p' | sed 's/away_ms=[0-9]*$/away_ms=N/')"
@@ -294,9 +295,10 @@ watchers+=($!)
 wait_line "$restarts" 1 "^route speaker .*reason=initial" || true
 restart_apart 1
 wait_line "$restarts" 1 "^override-cleared " || true
-expect_eq "restart, the headset not back within the hold-down: the override goes as it passes, after recovered" \
+expect_eq "restart, the headset not back within the hold-down: it left at recovered, the override goes as it passes" \
 	"recovered speaker output=$speaker_id
-override-cleared speaker: '$a_card' was disconnected" "$(lines "$restarts" recovered override-cleared)"
+device-removed bluetooth $a_card \"$a_name\"
+override-cleared speaker: '$a_card' was disconnected" "$(lines "$restarts" recovered device-removed override-cleared)"
 expect_eq "restart: watch --apply said nothing on stderr" "" "$(cat "$dir/restarts.err")"
 stop_watchers
 

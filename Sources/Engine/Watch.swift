@@ -182,9 +182,10 @@ public struct Watch {
         guard reportCall() else { return }
         if apply {
             let cleared = clearStaleOverride(status)
+            if let cleared { guard emit(cleared) else { return } }
             if let preferences = try? store.preferences() { rulesSeen = (preferences.priority, preferences.defaultTarget) }
             do {
-                guard try applyRulesOnStart(clearedOverride: cleared) else { return }
+                guard try applyRulesOnStart(clearedOverride: cleared != nil) else { return }
             } catch {
                 // Said, and left to the next change: the watcher is for what comes.
                 warn("\(error)")
@@ -406,7 +407,8 @@ public struct Watch {
         let returns = change.added.compactMap { output in departures.removeValue(forKey: output.id).map { (output, $0) } }
             .filter { $0.1.deadline > now && !ownCardSwitch && $0.1.isFlicker(under: standing) }
         // The override waits on a flicker only when it is the one the device left under.
-        let flickers = returns.filter { $0.1.override != nil && $0.1.override == standing }
+        // (Returns are under the override they left under, or none: `isFlicker`.)
+        let flickers = returns.filter { standing != nil && $0.1.overrideThen == standing }
         let early = departureAfterServerMove(change, next, at: now)
         let decided = early ?? change
         let orderBefore = policy.connected
@@ -454,8 +456,12 @@ public struct Watch {
                         || back.cardProfile != left.carriedProfile
                             && Self.policyPlan(next, .output(back), preferences, status: status)?.movesRoute == true
                 }
+                // In a call, the microphone goes with the route: the server may have made the returning
+                // headset's the default as it came back (WirePlumber, HFP) with the route elsewhere.
+                let callInputAstray = preferences.inCall
+                    && Planner.callInput(for: back, next, status).map { !Planner.sourceActions($0, next).isEmpty } == true
                 let left = returns.first { $0.0.id == back.id }?.1
-                let there = status.output?.id == back.id && !(left.map { takesAStep($0) } ?? false)
+                let there = status.output?.id == back.id && !callInputAstray && !(left.map { takesAStep($0) } ?? false)
                 decision.request = there ? nil : .output(back)
                 decision.reason = .newDeviceAvailable
             } else if preferences.inCall, let carried = returns.lazy.compactMap(\.1.carried).first,
@@ -1274,16 +1280,15 @@ public struct Watch {
         }
     }
 
-    /// An override set before this watcher started, whose devices have changed since, is dropped now.
+    /// An override set before this watcher started (or before the server went), whose devices have
+    /// changed since, is dropped now; returns its `override-cleared` event, for the caller to print.
     /// (A device it was set beside, gone within the hold-down, is not a change yet: its departure
     /// holds the clear.)
-    @discardableResult
-    mutating func clearStaleOverride(_ status: Status) -> Bool {
+    mutating func clearStaleOverride(_ status: Status) -> Event? {
         guard let record = try? store.overrideRecord(),
               let cause = record.staleness(currentExternals: status.externalKeys + departures.keys.filter(record.externals.contains)),
-              clearOverride() else { return false }
-        _ = emit(.overrideCleared(override: record.target, cause: cause))
-        return true
+              clearOverride() else { return nil }
+        return .overrideCleared(override: record.target, cause: cause)
     }
 
     /// The server back from a restart without external devices it had before (a Bluetooth headset's
@@ -1291,19 +1296,21 @@ public struct Watch {
     /// is a departure under the hold-down, as if it had left now. Back within it, it is a flicker; the
     /// override it would clear (one set while it was there) goes when the hold-down passes, not as
     /// stale at `recovered`. `order` and `callCapable`: the rules' state before the server went.
-    mutating func holdMissingExternals(_ fresh: Status, before: Status, order: [String], callCapable: Set<String>) {
+    mutating func holdMissingExternals(_ fresh: Status, before: Status, overrideThen: OverrideRecord?, order: [String],
+                                       callCapable: Set<String>) {
         guard holdDown > 0 else { return }
         let missing = Set(before.externalKeys).subtracting(fresh.externalKeys).subtracting(departures.keys)
         guard !missing.isEmpty else { return }
-        let standing = try? store.overrideRecord()
         let now = clocks.monotonic()
         for id in missing.sorted() {
             guard let output = before.outputs.first(where: { $0.id == id }) else { continue }
-            let clear = standing?.externals.contains(id) == true ? DeferredClear(device: output, cause: "'\(id)' was disconnected") : nil
-            departures[id] = Departure(clear: clear, override: clear == nil ? nil : standing, leftAt: now,
+            // They left under the override that stood as the server went: one set during the outage
+            // is newer than them (their return is an arrival), and theirs is not cleared any more.
+            let clear = overrideThen?.externals.contains(id) == true ? DeferredClear(device: output, cause: "'\(id)' was disconnected") : nil
+            departures[id] = Departure(clear: clear, override: clear == nil ? nil : overrideThen, leftAt: now,
                                        carried: before.output?.id, carriedProfile: before.output?.cardProfile,
                                        deadline: now + holdDown, order: order, callCapable: callCapable.contains(id),
-                                       overrideThen: standing)
+                                       overrideThen: overrideThen)
         }
     }
 
@@ -1391,19 +1398,28 @@ public struct Watch {
         remote?.update(Status(snapshot: Snapshot(server: snapshot.server, sinks: [], sources: [], cards: [],
                                                  sinkInputs: [], sourceOutputs: [])), shownToRemote)
         beforeInterruption = beforeInterruption ?? Status(snapshot: snapshot)
-        // The devices as this outage found them (`beforeInterruption` is the first outage's, kept
-        // until the rules are applied again).
-        let lastSeen = Status(snapshot: snapshot)
+        // The devices and the override as this outage found them (`beforeInterruption` is the first
+        // outage's, kept until the rules are applied again), and its override cleared as stale once
+        // the server is back, said after `recovered`.
+        let lastSeenSnapshot = snapshot
+        let lastSeen = Status(snapshot: lastSeenSnapshot)
+        let overrideThen = apply && holdDown > 0 ? try? store.overrideRecord() : nil
+        var staleClear: Event?
         var delay = 0.1
         var warned = false
+        // During a call the server is looked for more often: the call's route and mute are put back
+        // the sooner (a server restores the mute it remembers, and a caller who muted is heard until then).
+        let call = apply ? try? store.callRecord() : nil
+        let cap = call?.applied == true ? Self.callReconnectCap : 2.0
         while server.pause(seconds: delay) {
             // Remote clients get their answer (a failure, with no server) rather than waiting for it.
             serveRemote()
-            delay = min(delay * 2, 2.0)
+            delay = min(delay * 2, cap)
             let fresh: Snapshot
             do {
                 try server.reconnect(timeout: 2)
                 try server.subscribe(timeout: timeout)
+                muteTheCallAtOnce()
                 fresh = try server.snapshotWhenQuiet(timeout: timeout, quiet: 0.3, limit: 3)
             } catch {
                 continue
@@ -1421,8 +1437,8 @@ public struct Watch {
             // looked at as when watch --apply starts.
             owedCheck = apply
             if apply {
-                holdMissingExternals(freshStatus, before: lastSeen, order: order, callCapable: callCapable)
-                clearStaleOverride(freshStatus)
+                holdMissingExternals(freshStatus, before: lastSeen, overrideThen: overrideThen, order: order, callCapable: callCapable)
+                staleClear = clearStaleOverride(freshStatus) ?? staleClear
                 do {
                     try reapplyRules()
                 } catch .state(let cause) {
@@ -1447,15 +1463,37 @@ public struct Watch {
             let status = Status(snapshot: snapshot)
             dropReturnedDepartures(status)
             guard releaseHeldEvents(dueOnly: false), emit(.recovered(route: status.route, output: status.output)) else { return false }
+            // What changed while the server was away, after `recovered`: the devices that came or went
+            // (one gone within the hold-down is its departure), the streams and the input; then the
+            // override that went as stale with them.
+            guard emitSteps(Change(previous: lastSeenSnapshot, current: snapshot)) else { return false }
+            if let staleClear { guard emit(staleClear) else { return false } }
             // The input the server came back with, when it is not the one last printed (another
-            // microphone, or the mute the server remembers for it): said after `recovered`, so that a
-            // reader knows the microphone as well as the route; later input events start from there.
+            // microphone, or the mute the server remembers for it) and not said above: a reader knows
+            // the microphone as well as the route; later input events start from there.
             let (source, muted) = (status.defaultInput, status.micMuted)
-            guard source != reportedInput.source || muted != reportedInput.muted else { return true }
+            guard heldInput == nil, source != reportedInput.source || muted != reportedInput.muted else { return true }
             let changed = source != reportedInput.source
             return deliver(.input(source: source, previous: changed ? reportedInput.source : nil, sourceChanged: changed, micMuted: muted))
         }
         return false
+    }
+
+    /// The reconnection backoff's cap during a call, in seconds (2 otherwise).
+    static let callReconnectCap = 0.25
+
+    /// A muted call's microphone, muted again as soon as the server is back, before the rules wait for
+    /// it to settle: the server gives the input the mute it remembers, and the caller who muted must
+    /// not be heard meanwhile. (`keepCallMute` keeps it so once the call's input is settled.)
+    mutating func muteTheCallAtOnce() {
+        guard apply, let record = try? store.callRecord(), record.applied,
+              [callMute, record.callMute].compactMap({ $0 }).max(by: { $0.at < $1.at })?.muted == true else { return }
+        let lock = lockForMove()
+        defer { withExtendedLifetime(lock) {} }
+        guard let now = try? server.snapshot(timeout: timeout), let source = now.defaultSource, !source.isMonitor, !source.mute else { return }
+        _ = try? server.apply([.setSourceMute(source: source.name, mute: true)], timeout: timeout) { s in
+            s.sources.first { $0.name == source.name }?.mute == true
+        }
     }
 
     /// Notes a state file that cannot be read (`stateTrouble`), saying it once, not at each retry.

@@ -186,8 +186,14 @@ final class FakeServer: AudioServer {
 
     func snapshotAfterChange(timeout: Double) throws -> Snapshot { try snapshot(timeout: timeout) }
 
+    /// How many action batches had been applied at each quiet wait.
+    var appliedAtQuietWaits: [Int] = []
+    /// The seconds of each pause asked for (the reconnection backoff).
+    var pauses: [Double] = []
+
     func snapshotWhenQuiet(timeout: Double, quiet: Double, limit: Double) throws -> Snapshot {
         quietWaits += 1
+        appliedAtQuietWaits.append(applied.count)
         return try snapshot(timeout: timeout)
     }
 
@@ -204,6 +210,7 @@ final class FakeServer: AudioServer {
     var onPause: (() -> Void)?
 
     func pause(seconds: Double) -> Bool {
+        pauses.append(seconds)
         onPause?()
         return !shouldStop
     }
