@@ -409,6 +409,23 @@ connect "$a_addr" "$a_name" a2dp+hfp
 wait_line "$apply" 2 "^route bluetooth" || true
 settle
 expect_match "phone headset back in the call: HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
+echo "-- phone: the call on the speaker by choice, the headset flickers: the route and the microphone stay with the speaker"
+rc set speaker --force >/dev/null
+settle
+expect_match "set speaker --force in the call: the phone's microphone (server)" "^alsa_input\.sim-phone\." "$(pactl get-default-source)"
+flickers=$(lines "$apply" flicker | wc -l)
+disconnect "$a_addr"
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" $((flickers + 1)) "^flicker bluetooth $a_card " || true
+settle
+expect_eq "headset flicker in a call on the speaker: the speaker (server)" "[Out] Speaker" "$(port_now)"
+expect_eq "headset flicker in a call on the speaker: the override stands" speaker "$(rc query override)"
+# (PipeWire makes the headset's microphone the default as its HFP comes back.)
+expect_match "headset flicker in a call on the speaker: the phone's microphone still (server)" "^alsa_input\.sim-phone\." \
+	"$(pactl get-default-source)"
+rc clear >/dev/null
+wait_for "the headset's HFP sink" sh -c "pactl get-default-sink | grep -q '^bluez_'" || true
+settle
 rc call end >/dev/null
 wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
 expect_match "phone+headset call end: A2DP again (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
