@@ -409,23 +409,6 @@ connect "$a_addr" "$a_name" a2dp+hfp
 wait_line "$apply" 2 "^route bluetooth" || true
 settle
 expect_match "phone headset back in the call: HFP (server)" "^$hfp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
-echo "-- phone: the call on the speaker by choice, the headset flickers: the route and the microphone stay with the speaker"
-rc set speaker --force >/dev/null
-settle
-expect_match "set speaker --force in the call: the phone's microphone (server)" "^alsa_input\.sim-phone\." "$(pactl get-default-source)"
-flickers=$(lines "$apply" flicker | wc -l)
-disconnect "$a_addr"
-connect "$a_addr" "$a_name" a2dp+hfp
-wait_line "$apply" $((flickers + 1)) "^flicker bluetooth $a_card " || true
-settle
-expect_eq "headset flicker in a call on the speaker: the speaker (server)" "[Out] Speaker" "$(port_now)"
-expect_eq "headset flicker in a call on the speaker: the override stands" speaker "$(rc query override)"
-# (PipeWire makes the headset's microphone the default as its HFP comes back.)
-expect_match "headset flicker in a call on the speaker: the phone's microphone still (server)" "^alsa_input\.sim-phone\." \
-	"$(pactl get-default-source)"
-rc clear >/dev/null
-wait_for "the headset's HFP sink" sh -c "pactl get-default-sink | grep -q '^bluez_'" || true
-settle
 rc call end >/dev/null
 wait_for "the headset's A2DP" profile_is "$a_card" "$a2dp" || true
 expect_match "phone+headset call end: A2DP again (server)" "^$a2dp(-[a-z0-9_]+)?$" "$(profile_of "$a_card")"
@@ -653,6 +636,23 @@ expect_eq "laptop headset back in the call: route bluetooth" bluetooth "$(rc que
 expect_step "laptop headset back in the call: one route event" \
 	"device-added bluetooth $a_card \"$a_name\"" \
 	"route bluetooth (was speaker) reason=new-device-available output=$a_card"
+echo "-- laptop: the call on the speaker by choice, the headset flickers: the route and the microphone stay with the speaker"
+rc set speaker --force >/dev/null
+settle
+expect_match "set speaker --force in the call: the laptop's microphone (server)" "^alsa_input\.sim-laptop\." "$(pactl get-default-source)"
+flickers=$(lines "$apply" flicker | wc -l)
+disconnect "$a_addr"
+connect "$a_addr" "$a_name" a2dp+hfp
+wait_line "$apply" $((flickers + 1)) "^flicker bluetooth $a_card " || true
+settle
+expect_eq "headset flicker in a call on the speaker: the speaker (server)" analog-output-speaker "$(port_now)"
+expect_eq "headset flicker in a call on the speaker: the override stands" speaker "$(rc query override)"
+# (PipeWire makes the headset's microphone the default as its HFP comes back.)
+expect_match "headset flicker in a call on the speaker: the laptop's microphone still (server)" "^alsa_input\.sim-laptop\." \
+	"$(pactl get-default-source)"
+rc clear >/dev/null
+wait_for "the headset's HFP sink" sh -c "pactl get-default-sink | grep -q '^bluez_'" || true
+settle
 mark
 run_rc rc call end
 expect_eq "laptop call end: exit 0" 0 "$rc"
