@@ -134,9 +134,6 @@ public struct Watch {
     struct Departure {
         /// The override clear it holds back, if its leaving would clear one.
         var clear: DeferredClear?
-        /// The override the departure would clear: a return or the deadline acts only while it stands
-        /// (a `clear` or another `set` meanwhile ends the hold-down).
-        var override: OverrideRecord?
         var leftAt: Double
         /// The output the route was on when the device left: a return puts the route back there.
         var carried: String?
@@ -151,6 +148,10 @@ public struct Watch {
         /// The override standing when it left, whether or not it would clear it. One set while it was
         /// away is newer than the device: its return is an arrival (rule 1), no flicker.
         var overrideThen: OverrideRecord?
+
+        /// The override the departure would clear: a return or the deadline acts only while it stands
+        /// (a `clear` or another `set` meanwhile ends the hold-down).
+        var override: OverrideRecord? { clear == nil ? nil : overrideThen }
 
         func isFlicker(under standing: OverrideRecord?) -> Bool { standing == nil || standing == overrideThen }
     }
@@ -490,7 +491,7 @@ public struct Watch {
         if holdDown > 0 {
             for output in change.removed where output.route.isExternal {
                 let clear = decision.deferredClear.flatMap { $0.device.id == output.id ? $0 : nil }
-                departures[output.id] = Departure(clear: clear, override: clear == nil ? nil : standing, leftAt: now,
+                departures[output.id] = Departure(clear: clear, leftAt: now,
                                                   carried: decided.previous.output?.id, carriedProfile: decided.previous.output?.cardProfile,
                                                   deadline: now + holdDown, order: orderBefore,
                                                   callCapable: callCapableBefore.contains(output.id), overrideThen: standing)
@@ -621,7 +622,7 @@ public struct Watch {
             return nil
         }
         guard let source = snapshot.defaultSource, !source.isMonitor else { return nil }
-        if let asked = record.callMute, asked.at > callMute?.at ?? .min { callMute = asked }
+        adoptCallMute(asked: record)
         let key = source.name + "\u{0}" + (source.activePort ?? "")
         let now = clocks.monotonic()
         let seen = callInput
@@ -640,11 +641,15 @@ public struct Watch {
             return nil
         }
         guard moving, callMute?.muted == true, !source.mute, !server.hasPendingChanges() else { return nil }
-        let muted = try server.apply([.setSourceMute(source: source.name, mute: true)], timeout: timeout) { s in
-            s.sources.first { $0.name == source.name }?.mute == true
-        }
+        let muted = try CallMode(server: server, store: store, clocks: clocks).setMute(of: source.name, to: true, timeout: timeout)
         callInput = (key, true)
         return muted
+    }
+
+    /// The call's mute as routectl last set it (`call.json`), when that is newer than the one this
+    /// watcher knows (`callMute`: one seen on the call's input since).
+    mutating func adoptCallMute(asked record: CallRecord) {
+        if let asked = record.callMute, asked.at > callMute?.at ?? .min { callMute = asked }
     }
 
     /// Rule 8's "for the call only" for a card that left during a call (`owedProfiles`): outside a
@@ -1307,7 +1312,7 @@ public struct Watch {
             // They left under the override that stood as the server went: one set during the outage
             // is newer than them (their return is an arrival), and theirs is not cleared any more.
             let clear = overrideThen?.externals.contains(id) == true ? DeferredClear(device: output, cause: "'\(id)' was disconnected") : nil
-            departures[id] = Departure(clear: clear, override: clear == nil ? nil : overrideThen, leftAt: now,
+            departures[id] = Departure(clear: clear, leftAt: now,
                                        carried: before.output?.id, carriedProfile: before.output?.cardProfile,
                                        deadline: now + holdDown, order: order, callCapable: callCapable.contains(id),
                                        overrideThen: overrideThen)
@@ -1486,14 +1491,13 @@ public struct Watch {
     /// it to settle: the server gives the input the mute it remembers, and the caller who muted must
     /// not be heard meanwhile. (`keepCallMute` keeps it so once the call's input is settled.)
     mutating func muteTheCallAtOnce() {
-        guard apply, let record = try? store.callRecord(), record.applied,
-              [callMute, record.callMute].compactMap({ $0 }).max(by: { $0.at < $1.at })?.muted == true else { return }
+        guard apply, let record = try? store.callRecord(), record.applied else { return }
+        adoptCallMute(asked: record)
+        guard callMute?.muted == true else { return }
         let lock = lockForMove()
         defer { withExtendedLifetime(lock) {} }
         guard let now = try? server.snapshot(timeout: timeout), let source = now.defaultSource, !source.isMonitor, !source.mute else { return }
-        _ = try? server.apply([.setSourceMute(source: source.name, mute: true)], timeout: timeout) { s in
-            s.sources.first { $0.name == source.name }?.mute == true
-        }
+        _ = try? CallMode(server: server, store: store, clocks: clocks).setMute(of: source.name, to: true, timeout: timeout)
     }
 
     /// Notes a state file that cannot be read (`stateTrouble`), saying it once, not at each retry.
