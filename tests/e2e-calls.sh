@@ -636,6 +636,17 @@ expect_eq "laptop headset back in the call: route bluetooth" bluetooth "$(rc que
 expect_step "laptop headset back in the call: one route event" \
 	"device-added bluetooth $a_card \"$a_name\"" \
 	"route bluetooth (was speaker) reason=new-device-available output=$a_card"
+echo "-- laptop: another client puts the call on the speaker: the microphone goes with it (rule 8)"
+settle
+mark
+pactl set-default-sink "$(pactl list short sinks | cut -f2 | grep '^alsa_output\.sim-laptop\.' | head -1)"
+wait_line "$apply" 1 "^input alsa_input\.sim-laptop\." || true
+settle
+expect_eq "another client's pick in the call: the speaker stands (server)" analog-output-speaker "$(port_now)"
+expect_match "another client's pick in the call: the laptop's microphone (server)" "^alsa_input\.sim-laptop\." "$(pactl get-default-source)"
+expect_eq "another client's pick in the call: route event, then the microphone (watch --apply)" \
+	"route speaker (was bluetooth) reason=route-configuration-change output=$laptop_card:analog-output-speaker|input" \
+	"$(since "$apply" route input | cut -d' ' -f1-6 | sed 's/^\(input\) .*/\1/' | paste -sd'|')"
 echo "-- laptop: the call on the speaker by choice, the headset flickers: the route and the microphone stay with the speaker"
 rc set speaker --force >/dev/null
 settle

@@ -122,6 +122,10 @@ public struct Watch {
     /// The priority list and persistent default the rules were last applied with.
     var rulesSeen: (priority: [String], defaultTarget: RouteTarget)?
     var rulesCheckOwed = false
+    /// With --apply, in a call: the output the route left when another client picked another one
+    /// (respected, rule 5). The call's microphone follows the output (rule 8), once the pick is
+    /// reported (`followCallInput`).
+    var callInputLeftOn: Output?
 
     /// A headset the call goes back to once its headset profile is up, while nothing else was chosen
     /// meanwhile: the override the flicker kept still stands, and the route is where it fell back to
@@ -235,6 +239,7 @@ public struct Watch {
                         continue
                     }
                 }
+                guard try followCallInput() else { break }
                 if apply, hold == nil, rulesCheckOwed || rulesMayHaveChanged?() == true {
                     // Owed until done: a state file that cannot be read now is looked at again.
                     rulesCheckOwed = true
@@ -599,6 +604,31 @@ public struct Watch {
         }
         guard emitSteps(steps) else { return false }
         snapshot = after
+        return true
+    }
+
+    /// In a call, another client's pick of another output (respected, rule 5) takes the call's
+    /// microphone with it (rule 8: the input follows the output): the headset's own, else the built-in
+    /// one. Only a microphone left where the call had it moves; one picked since (by that client, by
+    /// the user) stands. Under the route lock, its events after the route event. False when stdout is gone.
+    mutating func followCallInput() throws -> Bool {
+        guard let left = callInputLeftOn else { return true }
+        callInputLeftOn = nil
+        let routeLock = lockForMove()
+        defer { withExtendedLifetime(routeLock) {} }
+        guard try preferences().inCall else { return true }
+        let status = Status(snapshot: snapshot)
+        guard let output = status.output, output.id != left.id,
+              let was = Planner.callInput(for: left, snapshot, status), was.isDefault,
+              let mic = Planner.callInput(for: output, snapshot, status) else { return true }
+        let actions = Planner.sourceActions(mic, snapshot)
+        guard !actions.isEmpty else { return true }
+        let after = try server.apply(actions, timeout: timeout) {
+            Status(snapshot: $0).inputs.contains { $0.id == mic.id && $0.isDefault }
+        }
+        guard emitSteps(Change(previous: snapshot, current: after)) else { return false }
+        snapshot = after
+        try keepCallMute()
         return true
     }
 
@@ -1169,6 +1199,7 @@ public struct Watch {
             // watcher starting later in the call leaves the pick while they are the same.
             store.saveDecision(DecisionRecord(reason: reason, cause: "another client's pick", output: status.output?.id,
                                               at: clocks.wallMilliseconds(), externals: status.externalKeys))
+            callInputLeftOn = reported.output
         }
         return emit(.route(route: status.route, previous: reported.route, reason: reason, output: status.output))
     }

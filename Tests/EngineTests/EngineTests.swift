@@ -2550,6 +2550,33 @@ extension Snapshot {
         #expect(server.current.server.defaultSourceName == builtIn, "\(server.applied)")
     }
 
+    /// In a call on the headset, another client puts the sound on the laptop's speaker (respected,
+    /// rule 5): the call's microphone goes with it (rule 8), after the route event. A microphone that
+    /// client picked itself stands. (Hostile test: the call kept the headset's microphone.)
+    @Test func anotherClientsPickInACallTakesTheMicrophoneWithIt() throws {
+        let builtIn = "alsa_input.sim-laptop.analog-stereo"
+        let inCall = try fixture("sim/pipewire-bluetooth-hfp")
+        for picksTheMicToo in [false, true] {
+            var picked = inCall.routed(to: laptop)
+            if picksTheMicToo { picked.server.defaultSourceName = "alsa_output.sim-laptop.analog-stereo.monitor" }
+            let server = FakeServer(inCall)
+            let store = FakeStore()
+            store.call = CallRecord(startedAt: 1, speaker: false, output: headset, externals: [headset], applied: true)
+            server.script = [.change(picked), .pass(0.5)]
+            let events = try run(server, store, holdDown: 2)
+            #expect(server.current.server.defaultSinkName == laptop, "the pick stands: \(server.applied)")
+            #expect(WatchTests().routes(events) == ["bluetooth initial", "speaker (was bluetooth) route-configuration-change"])
+            if picksTheMicToo {
+                #expect(server.current.server.defaultSourceName == picked.server.defaultSourceName, "\(server.applied)")
+                #expect(server.applied.isEmpty, "\(server.applied)")
+            } else {
+                #expect(server.current.server.defaultSourceName == builtIn, "\(server.applied)")
+                #expect(events.last.map { if case let .input(source, _, _, _) = $0 { source == builtIn } else { false } } == true, "\(events)")
+                #expect(events.suffix(2).map(\.type) == ["route", "input"], "after the route event: \(events)")
+            }
+        }
+    }
+
     /// With no hold-down, the override set beside a headset not back with the server is stale at once,
     /// said after `recovered` and the headset's leaving (not while the server still reads as away).
     @Test func withoutAHoldDownAHeadsetMissingAfterARestartClearsAtOnce() throws {
