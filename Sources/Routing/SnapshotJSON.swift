@@ -60,7 +60,16 @@ extension Snapshot {
                 let word = try d.string("reason")
                 guard let reason = RouteChangeReason(rawValue: word) else { throw d.error("unknown reason '\(word)'") }
                 guard let at = d.value["at"]?.intValue else { throw d.error("missing member 'at'") }
-                decision = DecisionRecord(reason: reason, cause: try d.optionalString("cause"), output: try d.optionalString("output"), at: at)
+                var externals: [String]?
+                if d.optional("externals") != nil {
+                    externals = []
+                    for item in try d.list("externals") {
+                        guard let id = item.value.stringValue else { throw item.error("expected a string") }
+                        externals?.append(id)
+                    }
+                }
+                decision = DecisionRecord(reason: reason, cause: try d.optionalString("cause"), output: try d.optionalString("output"), at: at,
+                                          externals: externals)
             }
             for item in try state.list("policies") {
                 guard let line = item.value.stringValue else { throw item.error("expected a string") }
@@ -104,7 +113,8 @@ extension Snapshot {
     func stateJSON(_ p: Preferences) -> JSON {
         let decision: JSON = self.decision.map { d in
             .object([("reason", .string(d.reason.rawValue)), ("cause", d.cause.map(JSON.string) ?? .null),
-                     ("output", d.output.map(JSON.string) ?? .null), ("at", .int(d.at))])
+                     ("output", d.output.map(JSON.string) ?? .null), ("at", .int(d.at)),
+                     ("externals", d.externals.map { .array($0.map(JSON.string)) } ?? .null)])
         } ?? .null
         let members: [(String, JSON)] = [
             ("default", .string(p.defaultTarget.rawValue)),

@@ -33,6 +33,24 @@ import Testing
         }
     }
 
+    /// The watcher's last decision in a dump carries the external devices it was made beside (how a
+    /// watcher starting later tells another client's pick from a stale one), and reads back as it was;
+    /// one recorded without them (an older routectl's) still reads.
+    @Test func aDumpCarriesTheDecisionsDevices() throws {
+        var s = try fixture("bluetooth-pipewire")
+        s.routectl = Preferences()
+        s.decision = DecisionRecord(reason: .routeConfigurationChange, cause: "another client's pick", output: "bluez_card.00_11_22_33_44_55",
+                                    at: 1_700_000_000_000, externals: ["bluez_card.00_11_22_33_44_55", "alsa_card.x:analog-output-headphones"])
+        let text = s.json.text
+        #expect(text.contains(#""externals":["alsa_card.x:analog-output-headphones","bluez_card.00_11_22_33_44_55"]"#), "\(text)")
+        #expect(try Snapshot(json: text).decision == s.decision)
+        s.decision?.externals = nil
+        #expect(try Snapshot(json: s.json.text).decision == s.decision)
+        #expect(throws: SnapshotFormatError(path: "routectl.decision.externals[0]", problem: "expected a string")) {
+            try Snapshot(json: #"{"server":{"server_name":"x"},"routectl":{"decision":{"reason":"override","at":1,"externals":[1]}}}"#)
+        }
+    }
+
     @Test func errorsNameTheMember() {
         #expect(throws: SnapshotFormatError(path: "", problem: "missing member 'server'")) {
             try Snapshot(json: "{}")
