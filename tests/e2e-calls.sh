@@ -79,6 +79,21 @@ phone_tour() {
 	expect_eq "$kind jack in: why, rule 8 since the headset took the call (the watcher's decision), not the call's start" \
 		"call $(json_get decision.at <"$dir/why.json")" "$(json_get rule <"$dir/why.json") $(json_get since <"$dir/why.json")"
 
+	if [ "$kind" = phone ]; then
+		# The old-named phone's Voice Call sink holds the earpiece port too: a mixer's port pick.
+		echo "-- $kind: another client puts the call on the earpiece beside the headset: why names that client"
+		mark
+		pactl set-sink-port "$(pactl get-default-sink)" "[Out] Earpiece"
+		wait_line "$apply" 1 "^route receiver \(was headset\) reason=route-configuration-change" || true
+		settle
+		expect_eq "$kind another client's earpiece beside the headset: respected (server)" "[Out] Earpiece" "$(port_now)"
+		expect_eq "$kind another client's earpiece beside the headset: why, that client, not rule 8" other \
+			"$(rc --json why | json_get rule)"
+		rc clear >/dev/null
+		wait_for "$kind: the call back on the headset" port_is "[Out] Headphones" || true
+		settle
+	fi
+
 	echo "-- $kind: the speaker button with the headset in (set speaker --force), then the jack pulled"
 	mark
 	run_rc rc set speaker --force
@@ -647,6 +662,18 @@ expect_match "another client's pick in the call: the laptop's microphone (server
 expect_eq "another client's pick in the call: route event, then the microphone (watch --apply)" \
 	"route speaker (was bluetooth) reason=route-configuration-change output=$laptop_card:analog-output-speaker|input" \
 	"$(since "$apply" route input | cut -d' ' -f1-6 | sed 's/^\(input\) .*/\1/' | paste -sd'|')"
+echo "-- laptop: another client picks the headset, and right after it the laptop's microphone: that microphone stands"
+laptop_mic=$(pactl get-default-source)
+pactl set-default-source "$(pactl list short sources | cut -f2 | grep -E '^bluez_(source|input)\.' | grep -v '\.monitor$' | head -1)"
+settle
+mark
+pactl set-default-sink "$(bt_sink "$a_addr" "$hfp")"
+pactl set-default-source "$laptop_mic"
+wait_line "$apply" 1 "^route bluetooth \(was speaker\) reason=route-configuration-change" || true
+settle
+expect_eq "another client's pick of the headset and a microphone: the headset (server)" "$(bt_sink "$a_addr" "$hfp")" "$(pactl get-default-sink)"
+expect_eq "another client's pick of the headset and a microphone: the microphone it picked stands (server)" "$laptop_mic" \
+	"$(pactl get-default-source)"
 echo "-- laptop: the call on the speaker by choice, the headset flickers: the route and the microphone stay with the speaker"
 rc set speaker --force >/dev/null
 settle

@@ -122,10 +122,13 @@ public struct Watch {
     /// The priority list and persistent default the rules were last applied with.
     var rulesSeen: (priority: [String], defaultTarget: RouteTarget)?
     var rulesCheckOwed = false
-    /// With --apply, in a call: the output the route left when another client picked another one
-    /// (respected, rule 5). The call's microphone follows the output (rule 8), once the pick is
-    /// reported (`followCallInput`).
-    var callInputLeftOn: Output?
+    /// With --apply: the output the route left when another client picked another one (respected,
+    /// rule 5), and the one picked. In a call the microphone follows the output (rule 8), once the pick
+    /// is reported (`followCallInput`).
+    var callInputFollow: (left: Output, picked: String, inputThen: String?)?
+    /// The default input (its id) as the route last left the output last reported: what the
+    /// microphone was before a pick that moved it.
+    var inputAsRouteLeft: String?
 
     /// A headset the call goes back to once its headset profile is up, while nothing else was chosen
     /// meanwhile: the override the flicker kept still stands, and the route is where it fell back to
@@ -315,6 +318,9 @@ public struct Watch {
         defer {
             intentThisChange = nil
             ownThisChange = nil
+        }
+        if change.previous.output?.id == reported.output?.id {
+            inputAsRouteLeft = change.previous.inputs.first(where: \.isDefault)?.id
         }
         if hold == nil, lateForFinishedCommand(change), server.hasPendingChanges() {
             // Late for a command that has finished (a watcher slow under load): this refetch shows a
@@ -609,27 +615,45 @@ public struct Watch {
 
     /// In a call, another client's pick of another output (respected, rule 5) takes the call's
     /// microphone with it (rule 8: the input follows the output): the headset's own, else the built-in
-    /// one. Only a microphone left where the call had it moves; one picked since (by that client, by
-    /// the user) stands. Under the route lock, its events after the route event. False when stdout is gone.
+    /// one. Decided under the route lock on the server as it is then, once the changes since the pick
+    /// are handled (a `set`, a `call start` or a D-Bus request may have moved the route on: then there
+    /// is nothing to follow), and only while the microphone is the one the call had as the route left
+    /// (one picked since, by that client or the user, stands). Its events after the route event, with
+    /// the call's mute kept. False when stdout is gone.
     mutating func followCallInput() throws -> Bool {
-        guard let left = callInputLeftOn else { return true }
-        callInputLeftOn = nil
+        guard let pick = callInputFollow else { return true }
+        // (A state file that cannot be read leaves it owed, for when it can.)
+        guard try preferences().inCall else {
+            callInputFollow = nil
+            return true
+        }
         let routeLock = lockForMove()
         defer { withExtendedLifetime(routeLock) {} }
-        guard try preferences().inCall else { return true }
-        let status = Status(snapshot: snapshot)
-        guard let output = status.output, output.id != left.id,
-              let was = Planner.callInput(for: left, snapshot, status), was.isDefault,
-              let mic = Planner.callInput(for: output, snapshot, status) else { return true }
-        let actions = Planner.sourceActions(mic, snapshot)
+        // Again under the lock: `call end` may have ended the call meanwhile, its microphone put back.
+        guard try preferences().inCall else {
+            callInputFollow = nil
+            return true
+        }
+        let now = try server.snapshot(timeout: timeout)
+        let status = Status(snapshot: now)
+        guard let output = status.output, output.id == pick.picked else {
+            callInputFollow = nil
+            return true
+        }
+        // Something changed since the last change handled: that change is handled first (its
+        // notifications are on their way), and the follow is looked at again after it.
+        guard now == snapshot else { return true }
+        callInputFollow = nil
+        guard status.inputs.first(where: \.isDefault)?.id == pick.inputThen,
+              let was = Planner.callInput(for: pick.left, now, status), was.isDefault,
+              let mic = Planner.callInput(for: output, now, status) ?? status.builtInMicrophone else { return true }
+        let actions = Planner.sourceActions(mic, now)
         guard !actions.isEmpty else { return true }
-        let after = try server.apply(actions, timeout: timeout) {
+        snapshot = try server.apply(actions, timeout: timeout) {
             Status(snapshot: $0).inputs.contains { $0.id == mic.id && $0.isDefault }
         }
-        guard emitSteps(Change(previous: snapshot, current: after)) else { return false }
-        snapshot = after
-        try keepCallMute()
-        return true
+        if let muted = try keepCallMute() { snapshot = muted }
+        return emitSteps(Change(previous: now, current: snapshot))
     }
 
     /// The call's microphone mute stays the call's as its input moves (a headset plugged, Bluetooth
@@ -1199,7 +1223,7 @@ public struct Watch {
             // watcher starting later in the call leaves the pick while they are the same.
             store.saveDecision(DecisionRecord(reason: reason, cause: "another client's pick", output: status.output?.id,
                                               at: clocks.wallMilliseconds(), externals: status.externalKeys))
-            callInputLeftOn = reported.output
+            if let left = reported.output, let picked = status.output?.id { callInputFollow = (left, picked, inputAsRouteLeft) }
         }
         return emit(.route(route: status.route, previous: reported.route, reason: reason, output: status.output))
     }

@@ -124,6 +124,13 @@ public struct Status: Equatable, Sendable {
         return input
     }
 
+    /// A built-in microphone that can be used, the default one first: the call's when its output's
+    /// card has none (rule 8: the headset's microphone, else the built-in one).
+    public var builtInMicrophone: Input? {
+        let usable = inputs.filter { $0.kind == .builtin && $0.availability.isUsable }
+        return usable.first { $0.isDefault } ?? usable.first
+    }
+
     /// Whether an output of this kind could be used now (with a profile switch if need be).
     public func isAvailable(_ route: Route) -> Bool {
         outputs.contains { $0.route == route && $0.isAvailable }

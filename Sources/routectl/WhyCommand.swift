@@ -115,8 +115,12 @@ enum WhyCommand {
             let pickedByAnother = output.route.isExternal && decision.map { pick in
                 pick.isPick(of: output.id, duringCallFrom: call?.startedAt ?? .max) && (intent.map { $0.at <= pick.at } ?? true)
             } == true
+            // A built-in output is the call's target only while no headset that can carry the call is
+            // connected: beside one, it was picked (another client, the server), not rule 8's.
+            let headsetForTheCall = !Policy.ranked(status, PolicyState(status: status), priority: preferences.priority, inCall: true).isEmpty
             if !pickedByAnother,
-               output.route.isExternal ? output.takesCalls : kind == base || output.route == .speaker && !status.isAvailable(base.route) {
+               output.route.isExternal ? output.takesCalls
+                   : !headsetForTheCall && (kind == base || output.route == .speaker && !status.isAvailable(base.route)) {
                 let what = output.route.isExternal ? "a connected headset takes the call" : "the call's \(output.route.rawValue)"
                 // Since the later of the call's start and the route's coming here (a headset plugged
                 // during the call took it then).

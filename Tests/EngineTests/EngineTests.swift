@@ -2577,6 +2577,72 @@ extension Snapshot {
         }
     }
 
+    /// The microphone follows the pick as the server is under the route lock (review): a `set
+    /// bluetooth` that held it and put the call back on the headset leaves the headset's microphone
+    /// where it is, and the route back on the headset is reported.
+    @Test func aMoveSinceThePickLeavesTheMicrophoneToIt() throws {
+        let inCall = try fixture("sim/pipewire-bluetooth-hfp")
+        let server = FakeServer(inCall)
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, output: headset, externals: [headset], applied: true)
+        // (The command's own change notification comes after it, as the server sends it.)
+        server.script = [.change(inCall.routed(to: laptop)), .run { store.beforeRouteLockFree = { server.current = inCall } }, .pass(0.5),
+                         .change(inCall), .pass(0.5)]
+        let events = try run(server, store, holdDown: 2)
+        #expect(server.applied.isEmpty, "\(server.applied)")
+        #expect(server.current.server.defaultSourceName == inCall.server.defaultSourceName)
+        #expect(WatchTests().routes(events).last == "bluetooth (was speaker) route-configuration-change", "\(events)")
+    }
+
+    /// A microphone another client picks with the output (`pactl set-default-sink X; pactl
+    /// set-default-source Y`: the source's change comes before the route's is reported) stands, even
+    /// when it is the one the call had on the output left (hostile test: it was moved to the headset's).
+    @Test func aMicrophonePickedWithTheOutputStands() throws {
+        let builtIn = "alsa_input.sim-laptop.analog-stereo"
+        let inCall = try fixture("sim/pipewire-bluetooth-hfp")
+        let onSpeaker = inCall.routed(to: laptop)  // the headset's microphone still the default
+        var picked = inCall
+        picked.server.defaultSourceName = builtIn
+        let server = FakeServer(onSpeaker)
+        let store = FakeStore()
+        store.call = CallRecord(startedAt: 1, speaker: false, output: headset, externals: [headset], applied: true)
+        store.record = OverrideRecord(target: .speaker, setAt: 2, externals: [headset])
+        server.script = [.change(inCall), .change(picked), .pass(0.5)]
+        let events = try run(server, store, holdDown: 2)
+        #expect(WatchTests().routes(events).last == "bluetooth (was speaker) route-configuration-change", "\(events)")
+        #expect(server.current.server.defaultSourceName == builtIn, "\(server.applied)")
+        #expect(server.applied.isEmpty, "\(server.applied)")
+    }
+
+    /// A muted call stays muted on the microphone it follows to (routectl never unmutes by itself).
+    /// An output whose card has no microphone (a virtual sink, HDMI) takes the built-in one (rule 8).
+    @Test func theFollowedMicrophoneKeepsTheCallsMuteAndIsBuiltInWithoutOne() throws {
+        let builtIn = "alsa_input.sim-laptop.analog-stereo"
+        var inCall = try fixture("sim/pipewire-bluetooth-hfp")
+        for i in inCall.sources.indices where inCall.sources[i].name.hasPrefix("bluez_input") { inCall.sources[i].mute = true }
+        var virtual = try #require(inCall.sinks.first { $0.name == laptop })
+        virtual.name = "virtual"
+        virtual.index = 99
+        virtual.card = nil
+        virtual.ports = []
+        virtual.activePort = nil
+        virtual.properties = ["device.class": "abstract"]
+        for onVirtual in [false, true] {
+            var withVirtual = inCall
+            withVirtual.sinks.append(virtual)
+            let server = FakeServer(withVirtual)
+            let store = FakeStore()
+            store.call = CallRecord(startedAt: 1, speaker: false, output: headset, callMute: .init(muted: true, at: 1), externals: [headset],
+                                    applied: true)
+            server.script = [.change(withVirtual.routed(to: onVirtual ? "virtual" : laptop)), .pass(0.5), .pass(0.5)]
+            let events = try run(server, store, holdDown: 2)
+            #expect(server.current.server.defaultSourceName == builtIn, "\(server.applied)")
+            #expect(server.current.sources.first { $0.name == builtIn }?.mute == true, "\(server.applied)")
+            let inputs = events.compactMap { if case let .input(source, _, _, muted) = $0 { (source, muted) } else { nil } }
+            #expect(inputs.last.map { $0.0 == builtIn && $0.1 == true } == true, "the watcher says the call is muted: \(events)")
+        }
+    }
+
     /// With no hold-down, the override set beside a headset not back with the server is stale at once,
     /// said after `recovered` and the headset's leaving (not while the server still reads as away).
     @Test func withoutAHoldDownAHeadsetMissingAfterARestartClearsAtOnce() throws {
