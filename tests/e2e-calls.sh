@@ -29,6 +29,14 @@ for s in json.load(sys.stdin):
     if s["name"] == sys.argv[1]: print(s["active_port"])' "$(pactl get-default-source)")" "$(pactl get-source-mute @DEFAULT_SOURCE@)"
 }
 mic_port_is() { [ "$(mic_now | sed 's/ Mute: .*//')" = "$1" ]; }
+# mixer_pick PORT REGEX: another client (a mixer) selects PORT on the default sink, from a new mark;
+# waits for watch --apply's line matching REGEX, then for quiet.
+mixer_pick() {
+	mark
+	pactl set-sink-port "$(pactl get-default-sink)" "$1"
+	wait_line "$apply" 1 "$2" || true
+	settle
+}
 # expect_both NAME REGEX: both watchers printed a line matching REGEX since the mark.
 expect_both() {
 	local file
@@ -82,10 +90,7 @@ phone_tour() {
 	if [ "$kind" = phone ]; then
 		# The old-named phone's Voice Call sink holds the earpiece port too: a mixer's port pick.
 		echo "-- $kind: another client puts the call on the earpiece beside the headset: why names that client"
-		mark
-		pactl set-sink-port "$(pactl get-default-sink)" "[Out] Earpiece"
-		wait_line "$apply" 1 "^route receiver \(was headset\) reason=route-configuration-change" || true
-		settle
+		mixer_pick "[Out] Earpiece" "^route receiver \(was headset\) reason=route-configuration-change"
 		expect_eq "$kind another client's earpiece beside the headset: respected (server)" "[Out] Earpiece" "$(port_now)"
 		expect_eq "$kind another client's earpiece beside the headset: why, that client, not rule 8" other \
 			"$(rc --json why | json_get rule)"
@@ -137,10 +142,7 @@ phone_tour() {
 	if [ "$kind" = phone ]; then
 		# The old-named phone's Voice Call sink holds the speaker port too: a mixer's port pick.
 		echo "-- $kind: another client puts the call on the speaker: respected, also by the next watch --apply"
-		mark
-		pactl set-sink-port "$(pactl get-default-sink)" "[Out] Speaker"
-		wait_line "$apply" 1 "^route speaker" || true
-		settle
+		mixer_pick "[Out] Speaker" "^route speaker"
 		expect_step "$kind another client's speaker in the call: one route event, its reason" \
 			"route speaker (was receiver) reason=route-configuration-change output=$card:[Out] Speaker"
 		expect_eq "$kind another client's speaker in the call: decision.json has the pick" "route-configuration-change" \
