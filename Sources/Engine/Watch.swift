@@ -634,7 +634,9 @@ public struct Watch {
             callInputFollow = nil
             return true
         }
-        let now = try server.snapshot(timeout: timeout)
+        // (Read leaving the notifications it covers owed: whatever moved the route or the microphone
+        // since is still the main loop's next change to handle and report.)
+        let now = try server.latestSnapshot(timeout: timeout)
         let status = Status(snapshot: now)
         guard let output = status.output, output.id == pick.picked else {
             callInputFollow = nil
