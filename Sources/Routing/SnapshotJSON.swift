@@ -49,32 +49,19 @@ extension Snapshot {
                 }
                 call = t
             }
-            var priority: [String] = []
-            for item in try state.list("priority") {
-                guard let id = item.value.stringValue else { throw item.error("expected a string") }
-                priority.append(id)
-            }
+            let priority = try state.strings("priority")
             routectl = Preferences(defaultTarget: target, override: override, preferredInput: try state.optionalString("preferred_input"),
                                    callTarget: call, priority: priority)
             if let d = state.optional("decision") {
                 let word = try d.string("reason")
                 guard let reason = RouteChangeReason(rawValue: word) else { throw d.error("unknown reason '\(word)'") }
                 guard let at = d.value["at"]?.intValue else { throw d.error("missing member 'at'") }
-                var externals: [String]?
-                if d.optional("externals") != nil {
-                    externals = []
-                    for item in try d.list("externals") {
-                        guard let id = item.value.stringValue else { throw item.error("expected a string") }
-                        externals?.append(id)
-                    }
-                }
+                // (Absent from a decision an older routectl recorded: unknown, not none.)
+                let externals = d.optional("externals") == nil ? nil : try d.strings("externals")
                 decision = DecisionRecord(reason: reason, cause: try d.optionalString("cause"), output: try d.optionalString("output"), at: at,
                                           externals: externals)
             }
-            for item in try state.list("policies") {
-                guard let line = item.value.stringValue else { throw item.error("expected a string") }
-                policies.append(line)
-            }
+            policies += try state.strings("policies")
             overrideSetAt = try state.optionalInt("override_set_at")
             callStartedAt = try state.optionalInt("call_started_at")
             // Absent in a dump of a routectl from before it: unknown.
@@ -162,6 +149,16 @@ struct Reader {
         guard let r = optional(key) else { return [] }
         guard let items = r.value.arrayValue else { throw r.error("expected an array") }
         return items.enumerated().map { Reader(value: $1, path: "\(r.path)[\($0)]") }
+    }
+
+    /// An array of strings; a missing one is empty.
+    func strings(_ key: String) throws(SnapshotFormatError) -> [String] {
+        var strings: [String] = []
+        for item in try list(key) {
+            guard let s = item.value.stringValue else { throw item.error("expected a string") }
+            strings.append(s)
+        }
+        return strings
     }
 
     func string(_ key: String) throws(SnapshotFormatError) -> String {
@@ -338,11 +335,7 @@ extension Card {
             for (name, v) in members {
                 let p = Reader(value: v, path: po.child(name))
                 let direction = try p.optionalString("direction")
-                var profileNames: [String] = []
-                for item in try p.list("profiles") {
-                    guard let s = item.value.stringValue else { throw item.error("expected a string") }
-                    profileNames.append(s)
-                }
+                let profileNames = try p.strings("profiles")
                 ports.append(CardPort(
                     port: try Port(p, name: name),
                     direction: direction.flatMap(PortDirection.init(rawValue:)),
