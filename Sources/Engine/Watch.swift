@@ -584,9 +584,7 @@ public struct Watch {
             }
         }
         if let input = decision.restoreInput {
-            after = try server.apply(Planner.sourceActions(input, after), timeout: timeout) {
-                Status(snapshot: $0).inputs.contains { $0.id == input.id && $0.isDefault }
-            }
+            after = try server.makeDefault(input, from: after, timeout: timeout)
         }
         // One route event from where the user was to where the rules put the sound; the other events
         // of routectl's own steps (the microphone that followed, say) after it.
@@ -649,11 +647,8 @@ public struct Watch {
         guard status.inputs.first(where: \.isDefault)?.id == pick.inputThen,
               let was = Planner.callInput(for: pick.left, now, status), was.isDefault,
               let mic = Planner.callInput(for: output, now, status) ?? status.builtInMicrophone else { return true }
-        let actions = Planner.sourceActions(mic, now)
-        guard !actions.isEmpty else { return true }
-        snapshot = try server.apply(actions, timeout: timeout) {
-            Status(snapshot: $0).inputs.contains { $0.id == mic.id && $0.isDefault }
-        }
+        guard !mic.isDefault else { return true }
+        snapshot = try server.makeDefault(mic, from: now, timeout: timeout)
         if let muted = try keepCallMute() { snapshot = muted }
         return emitSteps(Change(previous: now, current: snapshot))
     }

@@ -48,6 +48,14 @@ extension AudioServer {
     public func apply(_ actions: [Action], timeout: Double, settled: (Snapshot) -> Bool) throws -> Snapshot {
         try apply(actions, timeout: timeout, readBack: .snapshot(.all), settled: settled)
     }
+
+    /// Makes `input` the default input (its source, and its port) from `snapshot`, and reads the server
+    /// back until it is.
+    public func makeDefault(_ input: Input, from snapshot: Snapshot, timeout: Double) throws -> Snapshot {
+        try apply(Planner.sourceActions(input, snapshot), timeout: timeout) {
+            Status(snapshot: $0).inputs.contains { $0.id == input.id && $0.isDefault }
+        }
+    }
 }
 
 /// Which parts of the server state a snapshot fetches; a part left out is empty in the snapshot.

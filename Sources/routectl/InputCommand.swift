@@ -57,9 +57,7 @@ extension RouteCommands {
             guard input.availability != .unavailable else {
                 throw Failure(status: .failed, message: "Input '\(input.id)' is not available (nothing is plugged into its jack); the default input stays '\(before.server.defaultSourceName ?? "none")'.")
             }
-            let after = try connection.apply(Planner.sourceActions(input, before), timeout: max(options.timeout, settleSeconds)) {
-                Status(snapshot: $0).inputs.contains { $0.id == input.id && $0.isDefault }
-            }
+            let after = try connection.makeDefault(input, from: before, timeout: max(options.timeout, settleSeconds))
             return (after, input)
         }
         guard Status(snapshot: snapshot).inputs.contains(where: { $0.id == input.id && $0.isDefault }) else {
